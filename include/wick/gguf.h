@@ -1,0 +1,114 @@
+/* wick: reading and writing GGUF files (versions 2 and 3, little-endian). */
+#ifndef WICK_GGUF_H
+#define WICK_GGUF_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Metadata value types, numbered as in GGUF. */
+typedef enum wk_gguf_vtype {
+    WK_GGUF_UINT8 = 0,
+    WK_GGUF_INT8 = 1,
+    WK_GGUF_UINT16 = 2,
+    WK_GGUF_INT16 = 3,
+    WK_GGUF_UINT32 = 4,
+    WK_GGUF_INT32 = 5,
+    WK_GGUF_FLOAT32 = 6,
+    WK_GGUF_BOOL = 7,
+    WK_GGUF_STRING = 8,
+    WK_GGUF_ARRAY = 9,
+    WK_GGUF_UINT64 = 10,
+    WK_GGUF_INT64 = 11,
+    WK_GGUF_FLOAT64 = 12,
+} wk_gguf_vtype;
+
+/* One tensor of an open file. ne[] is innermost first, as GGUF stores it:
+ * ne[0] is the row length; unused dims are 1. */
+typedef struct wk_gguf_tensor {
+    const char *name;
+    wk_type type;
+    int n_dims;
+    int64_t ne[4];
+    uint64_t offset; /* from the start of the data section */
+    size_t nbytes;
+    const void *data; /* inside the mapping */
+} wk_gguf_tensor;
+
+typedef struct wk_gguf wk_gguf;
+
+/* Map and validate a file. The mapping is private and writable, so callers may
+ * rearrange tensor bytes in place without touching the file. */
+wk_status wk_gguf_open(const char *path, wk_gguf **out);
+/* Parse and validate bytes already in memory (borrowed; must outlive the handle).
+ * name is used in messages. */
+wk_status wk_gguf_open_memory(const void *data, size_t size, const char *name, wk_gguf **out);
+void wk_gguf_close(wk_gguf *g);
+
+const char *wk_gguf_path(const wk_gguf *g);
+uint32_t wk_gguf_version(const wk_gguf *g);
+size_t wk_gguf_alignment(const wk_gguf *g);
+
+/* Metadata: keys by index, or looked up by name (-1 when absent). */
+int64_t wk_gguf_n_kv(const wk_gguf *g);
+int64_t wk_gguf_find_key(const wk_gguf *g, const char *key);
+const char *wk_gguf_key(const wk_gguf *g, int64_t i);
+wk_gguf_vtype wk_gguf_kv_type(const wk_gguf *g, int64_t i);
+
+/* Typed getters. Integers convert between widths when the value fits; a missing
+ * key, a wrong type or an out-of-range value is an error naming the key. */
+wk_status wk_gguf_get_u32(const wk_gguf *g, const char *key, uint32_t *out);
+wk_status wk_gguf_get_i32(const wk_gguf *g, const char *key, int32_t *out);
+wk_status wk_gguf_get_u64(const wk_gguf *g, const char *key, uint64_t *out);
+wk_status wk_gguf_get_f32(const wk_gguf *g, const char *key, float *out);
+wk_status wk_gguf_get_bool(const wk_gguf *g, const char *key, bool *out);
+/* NUL-terminated copy owned by the handle; *len (optional) is its length. */
+wk_status wk_gguf_get_str(const wk_gguf *g, const char *key, const char **out, size_t *len);
+
+/* Arrays: element type and count; then strings by index or the raw elements of
+ * a numeric array (little-endian, packed). Nested arrays report WK_GGUF_ARRAY. */
+wk_status wk_gguf_get_arr(const wk_gguf *g, const char *key, wk_gguf_vtype *elem_type,
+                          uint64_t *n);
+wk_status wk_gguf_get_arr_str(const wk_gguf *g, const char *key, uint64_t i, const char **out,
+                              size_t *len);
+wk_status wk_gguf_get_arr_data(const wk_gguf *g, const char *key, const void **out);
+
+/* Tensors. */
+int64_t wk_gguf_n_tensors(const wk_gguf *g);
+const wk_gguf_tensor *wk_gguf_tensor_at(const wk_gguf *g, int64_t i);
+const wk_gguf_tensor *wk_gguf_find_tensor(const wk_gguf *g, const char *name);
+
+/* A short, human-readable rendering of a metadata value (arrays abbreviated),
+ * written into buf; for `wick inspect`. */
+void wk_gguf_format_value(const wk_gguf *g, int64_t i, char *buf, size_t cap);
+
+/* ---- writing ---- */
+typedef struct wk_gguf_writer wk_gguf_writer;
+
+wk_status wk_gguf_writer_create(wk_gguf_writer **out);
+void wk_gguf_writer_free(wk_gguf_writer *w);
+/* Setting a key that exists replaces its value. */
+wk_status wk_gguf_writer_set_u32(wk_gguf_writer *w, const char *key, uint32_t v);
+wk_status wk_gguf_writer_set_i32(wk_gguf_writer *w, const char *key, int32_t v);
+wk_status wk_gguf_writer_set_u64(wk_gguf_writer *w, const char *key, uint64_t v);
+wk_status wk_gguf_writer_set_f32(wk_gguf_writer *w, const char *key, float v);
+wk_status wk_gguf_writer_set_bool(wk_gguf_writer *w, const char *key, bool v);
+wk_status wk_gguf_writer_set_str(wk_gguf_writer *w, const char *key, const char *v);
+wk_status wk_gguf_writer_set_arr(wk_gguf_writer *w, const char *key, wk_gguf_vtype elem_type,
+                                 const void *data, uint64_t n);
+wk_status wk_gguf_writer_set_arr_str(wk_gguf_writer *w, const char *key,
+                                     const char *const *strs, uint64_t n);
+/* Copy key i of an open file, whatever its type (nested arrays too). */
+wk_status wk_gguf_writer_copy_kv(wk_gguf_writer *w, const wk_gguf *g, int64_t i);
+/* Add a tensor; data (nbytes, checked against type and shape) is copied. */
+wk_status wk_gguf_writer_add_tensor(wk_gguf_writer *w, const char *name, wk_type type, int n_dims,
+                                    const int64_t *ne, const void *data, size_t nbytes);
+/* Write version 3 with general.alignment (default 32). */
+wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
