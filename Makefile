@@ -34,7 +34,7 @@ test-py:
 	@for t in tests/py/test_*.py; do \
 	    [ -f "$$t" ] || continue; \
 	    echo "== $$t"; \
-	    WICK_BIN=$(BUILD)/wick WICK_TEST_MODEL=$(MODEL) .venv/bin/python "$$t" || exit 1; \
+	    WICK_BIN=$(BUILD)/wick WICK_LIB=$(BUILD)/libwick.so WICK_SOURCE_DIR=$(CURDIR) WICK_TEST_MODEL=$(MODEL) .venv/bin/python "$$t" || exit 1; \
 	done
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.

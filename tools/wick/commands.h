@@ -5,6 +5,8 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_bench_matmul(int argc, char **argv);
+int cmd_bench_gen(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
