@@ -316,6 +316,8 @@ static wk_status wk_add_tensor(wk_gguf_writer *w, const char *name, wk_type type
     size_t row_bytes;
     wk_status st = wk_type_row_bytes(type, ne[0], &row_bytes);
     if (st) return wk_fail_context(st, "GGUF writer: tensor '%s'", name);
+    if ((uint64_t)(ne[0] / wk_type_block_size(type)) > SIZE_MAX / wk_type_block_bytes(type))
+        return wk_fail(WK_ERR_INVALID, "GGUF writer: tensor '%s': byte size overflows", name);
     if ((uint64_t)rows > SIZE_MAX / row_bytes || nbytes != row_bytes * (size_t)rows || !data)
         return wk_fail(WK_ERR_INVALID,
                        "GGUF writer: tensor '%s': %llu bytes given, a %s tensor of %lld rows of "
