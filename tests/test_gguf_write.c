@@ -246,7 +246,7 @@ static void check_read_back(const wk_gguf *g, const tb_buf *nested, size_t align
                 "is an array of array, not of numbers");
     char text[256];
     wk_gguf_format_value(g, wk_gguf_find_key(g, "test.nested"), text, sizeof text);
-    CHECK_MSG(strcmp(text, "[...] (3 array)") == 0, "%s", text);
+    CHECK_MSG(strcmp(text, "[...] (3 elements)") == 0, "%s", text);
     (void)nested;
 
     /* tensors: table, offsets aligned, bytes */
