@@ -31,6 +31,7 @@ typedef struct spec {
     uint32_t arr_type;         /* element type of kv2 */
     uint64_t arr_len;          /* 0: the real 3 */
     int nest_depth;            /* > 0: kv2 is arrays nested this deep instead */
+    bool nest_strings;         /* the innermost nested array holds strings */
     uint8_t bool_value;        /* the element when kv2 is a bool array */
     struct {
         const char *name;
@@ -102,9 +103,16 @@ static tb_buf assemble(const spec *s, marks *m)
             tb_u32(&b, WK_GGUF_ARRAY);
             tb_u64(&b, 1);
         }
-        tb_u32(&b, WK_GGUF_UINT8);
-        tb_u64(&b, 1);
-        tb_u8(&b, 7);
+        if (s->nest_strings) {
+            tb_u32(&b, WK_GGUF_STRING);
+            tb_u64(&b, 2);
+            tb_str(&b, "deep");
+            tb_str(&b, "er");
+        } else {
+            tb_u32(&b, WK_GGUF_UINT8);
+            tb_u64(&b, 1);
+            tb_u8(&b, 7);
+        }
     } else if (s->arr_type == WK_GGUF_BOOL) {
         tb_u32(&b, WK_GGUF_BOOL);
         tb_u64(&b, s->arr_len ? s->arr_len : 1);
@@ -190,7 +198,9 @@ static void m_dup_key(spec *s) { s->key2 = "general.architecture"; }
 static void m_dup_tensor(spec *s) { s->t[1].name = "t0"; }
 static void m_empty_tensor_name(spec *s) { s->t[1].name = ""; }
 static void m_nested(spec *s) { s->nest_depth = 100000; }
-static void m_nested_ok(spec *s) { s->nest_depth = 60; }
+static void m_nested_65(spec *s) { s->nest_depth = 65; }
+static void m_nested_64(spec *s) { s->nest_depth = 64; }
+static void m_nested_64_strings(spec *s) { s->nest_depth = 64, s->nest_strings = true; }
 static void m_align0(spec *s) { s->align_value = 0; }
 static void m_align3(spec *s) { s->align_value = 3; }
 static void m_align_huge(spec *s) { s->align_type = WK_GGUF_UINT64, s->align_value = 1ull << 40; }
@@ -282,6 +292,8 @@ static const bad_case cases[] = {
     {"duplicate key", m_dup_key, NO_CUT, WK_ERR_FORMAT,
      "duplicate key 'general.architecture' (entries 0 and 2)"},
     {"arrays nested 100000 deep", m_nested, NO_CUT, WK_ERR_FORMAT,
+     "key 'test.arr': arrays nested deeper than 64 levels"},
+    {"arrays nested 65 deep", m_nested_65, NO_CUT, WK_ERR_FORMAT,
      "key 'test.arr': arrays nested deeper than 64 levels"},
     /* alignment */
     {"alignment 0", m_align0, NO_CUT, WK_ERR_FORMAT, "general.alignment 0 is not a power of two"},
@@ -376,7 +388,7 @@ static void test_cases(void)
 /* The valid variants the cases start from do parse. */
 static void test_valid_variants(void)
 {
-    void (*ok[])(spec *) = {m_none, m_nested_ok, m_align_absent};
+    void (*ok[])(spec *) = {m_none, m_nested_64, m_nested_64_strings, m_align_absent};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         spec s = valid_spec();
         ok[i](&s);

@@ -171,10 +171,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
  * WK_GGUF_MAX_NESTING levels is refused. */
 static wk_status wk_skip_nested(wk_cursor *c, uint64_t n)
 {
+    /* up to WK_GGUF_MAX_NESTING frames of arrays, and one of strings on top */
     struct {
         uint32_t elem_type;
         uint64_t left;
-    } stack[WK_GGUF_MAX_NESTING];
+    } stack[WK_GGUF_MAX_NESTING + 1];
     int depth = 1;
     stack[0].elem_type = WK_GGUF_ARRAY;
     stack[0].left = n;
