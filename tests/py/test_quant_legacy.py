@@ -4,10 +4,11 @@ For Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16 and F16, on freshly drawn rows (normal, u
 heavy outliers, all-zero, exact rounding ties, tiny values, -0.0, half-range extremes) of
 256, 768 and 1536 elements: wk_quantize_row must write exactly gguf.quants.quantize's bytes,
 and wk_dequantize_row must give exactly gguf.quants.dequantize's floats (compared as bits).
-Q8_1 is not in the gguf package; its committed ggml fixtures are checked here too.
+Q8_1 is not in the gguf package: tests/test_quant_legacy_ggml.c checks it (and the others)
+against committed fixtures from ggml's reference code.
 
 Run as a script: exits non-zero on any mismatch. Env: WICK_LIB (libwick.so),
-WICK_SOURCE_DIR (for tests/fixtures), WICK_TEST_SEED (optional, else random and printed).
+WICK_TEST_SEED (optional, else random and printed).
 """
 import ctypes
 import os
@@ -151,28 +152,6 @@ def bits_equal(a, b):
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
-def check_q8_1_fixtures(lib, root):
-    """Q8_1 against ggml's quantize_row_q8_1_ref output committed in tests/fixtures."""
-    path = os.path.join(root, "tests", "fixtures", "quant", "legacy_q8_1.npz")
-    if not os.path.exists(path):
-        print(f"FAIL q8_1: fixture {path} missing (scripts/gen-legacy-fixtures.py)")
-        return 1
-    fx = np.load(path)
-    x, ref = fx["x"], fx["q8_1"]
-    bad = 0
-    for r in range(x.shape[0]):
-        got = wick_quantize(lib, T.Q8_1, x[r])
-        if got.tobytes() != ref[r].tobytes():
-            g = np.frombuffer(got.tobytes(), np.uint8).reshape(-1, 36)
-            e = ref[r].reshape(-1, 36)
-            blk = int(np.nonzero((g != e).any(axis=1))[0][0])
-            print(f"FAIL q8_1 fixture row {r}: block {blk} wick {g[blk].tobytes().hex()} "
-                  f"ggml {e[blk].tobytes().hex()}")
-            bad += 1
-    print(f"q8_1: {x.shape[0]} fixture rows of {x.shape[1]} from ggml, {x.shape[0] - bad} identical")
-    return bad
-
-
 def main():
     lib = load_wick()
     seed = int(os.environ.get("WICK_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
@@ -207,7 +186,6 @@ def main():
                           f"wick {got_f[i]!r} gguf {ref_f[i]!r}")
         print(f"{qtype.name}: {nq} rows quantized, {nd} dequantized, identical to gguf "
               f"unless FAIL above")
-    failures += check_q8_1_fixtures(lib, os.environ.get("WICK_SOURCE_DIR", "."))
     if failures:
         print(f"{failures} mismatches")
         return 1
