@@ -45,6 +45,39 @@ def default_lib():
     return hits[0] if hits else "libggml-base.so"
 
 
+def fusion_row(rng, n, top, symmetric):
+    """A row where fusing x*id + offset into one rounding changes codes (see legacy.c):
+    products that round onto -(k + 1/2) (symmetric, offset top + 1/2) or 1/2 (affine,
+    offset 1/2, block min 0) from just beyond."""
+    f32 = np.float32
+    off = f32(top + 0.5) if symmetric else f32(0.5)
+    x = np.empty(n, dtype=np.float32)
+    for b in range(n // 32):
+        m = f32(rng.uniform(0.5, 4.0))
+        m = -m if symmetric and rng.random() < 0.5 else m
+        d = m / f32(-top) if symmetric else m / f32(top)
+        inv = f32(1) / d
+        blk = np.empty(32, dtype=np.float32)
+        for j in range(32):
+            target = -(int(rng.integers(top // 2, top)) + 0.5) if symmetric else 0.5
+            cand = f32(target / float(inv))
+            blk[j] = cand
+            for _ in range(3):
+                cand = np.nextafter(cand, f32(-np.inf))
+            for _ in range(7):
+                fused = int(np.trunc(f32(float(cand) * float(inv) + float(off))))
+                if fused != int(np.trunc(f32(cand * inv) + off)) and (symmetric or cand > 0):
+                    blk[j] = cand
+                    break
+                cand = np.nextafter(cand, f32(np.inf))
+        pos = rng.choice(32, 2, replace=False)
+        blk[pos[0]] = m
+        if not symmetric:
+            blk[pos[1]] = 0.0
+        x[b * 32:(b + 1) * 32] = blk
+    return x
+
+
 def make_rows(rng, n):
     """Rows that reach the corners: every row is n floats, blocks of 32."""
     rows = []
@@ -84,6 +117,8 @@ def make_rows(rng, n):
             blk[rng.integers(32)] = top * e
             t[b * 32:(b + 1) * 32] = blk
         rows.append(t)
+    for top, symmetric in ((8, True), (16, True), (15, False), (31, False)):
+        rows.append(fusion_row(rng, n, top, symmetric))
     return np.array(rows, dtype=np.float32)
 
 
