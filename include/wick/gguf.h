@@ -50,6 +50,11 @@ void wk_gguf_close(wk_gguf *g);
 const char *wk_gguf_path(const wk_gguf *g);
 uint32_t wk_gguf_version(const wk_gguf *g);
 size_t wk_gguf_alignment(const wk_gguf *g);
+/* The file's size, and where its data section starts (tensor offsets count from there). */
+size_t wk_gguf_file_size(const wk_gguf *g);
+size_t wk_gguf_data_offset(const wk_gguf *g);
+/* "uint32", "string", "array", ...; "?" for an unknown type. */
+const char *wk_gguf_vtype_name(wk_gguf_vtype t);
 
 /* Metadata: keys by index, or looked up by name (-1 when absent). */
 int64_t wk_gguf_n_kv(const wk_gguf *g);
@@ -62,7 +67,10 @@ wk_gguf_vtype wk_gguf_kv_type(const wk_gguf *g, int64_t i);
 wk_status wk_gguf_get_u32(const wk_gguf *g, const char *key, uint32_t *out);
 wk_status wk_gguf_get_i32(const wk_gguf *g, const char *key, int32_t *out);
 wk_status wk_gguf_get_u64(const wk_gguf *g, const char *key, uint64_t *out);
+wk_status wk_gguf_get_i64(const wk_gguf *g, const char *key, int64_t *out);
+/* Floats accept float32 and float64 values. */
 wk_status wk_gguf_get_f32(const wk_gguf *g, const char *key, float *out);
+wk_status wk_gguf_get_f64(const wk_gguf *g, const char *key, double *out);
 wk_status wk_gguf_get_bool(const wk_gguf *g, const char *key, bool *out);
 /* NUL-terminated copy owned by the handle; *len (optional) is its length. */
 wk_status wk_gguf_get_str(const wk_gguf *g, const char *key, const char **out, size_t *len);
@@ -80,8 +88,9 @@ int64_t wk_gguf_n_tensors(const wk_gguf *g);
 const wk_gguf_tensor *wk_gguf_tensor_at(const wk_gguf *g, int64_t i);
 const wk_gguf_tensor *wk_gguf_find_tensor(const wk_gguf *g, const char *name);
 
-/* A short, human-readable rendering of a metadata value (arrays abbreviated),
- * written into buf; for `wick inspect`. */
+/* A short, human-readable rendering of a metadata value (strings quoted and
+ * cut after a few dozen bytes, arrays abbreviated to their first elements and
+ * their count), written into buf; for `wick inspect`. */
 void wk_gguf_format_value(const wk_gguf *g, int64_t i, char *buf, size_t cap);
 
 /* ---- writing ---- */

@@ -52,6 +52,13 @@ wk_device wk_engine_device(const wk_engine *e);
 int wk_engine_threads(const wk_engine *e);
 /* Is a CUDA device present (false when built without CUDA)? */
 bool wk_cuda_available(void);
+/* Wait until the engine's queued work is done (a no-op on the CPU). */
+wk_status wk_engine_synchronize(wk_engine *e);
+/* Activation buffers in the engine's device memory (host memory for the CPU engine). */
+wk_status wk_engine_alloc(wk_engine *e, size_t nbytes, void **out);
+void wk_engine_free_buffer(wk_engine *e, void *p);
+wk_status wk_engine_upload(wk_engine *e, void *dst_device, const void *src_host, size_t nbytes);
+wk_status wk_engine_download(wk_engine *e, void *dst_host, const void *src_device, size_t nbytes);
 
 /* ---- QMatMul -------------------------------------------------------------------
  * y = x · Wᵀ. W is [n, k]; x is [m, k] (leading dims flattened); y is [m, n]. */
