@@ -462,6 +462,12 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
                        "size %lld",
                        g->path, t->name, (long long)t->ne[0], wk_type_name(t->type),
                        (long long)bs);
+    /* The row's byte count must fit size_t before it is computed (2^62 f32
+     * elements would wrap to 0 bytes). */
+    if ((uint64_t)(t->ne[0] / bs) > SIZE_MAX / wk_type_block_bytes(t->type))
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': a row of ne[0] = %lld %s elements overflows its byte size",
+                       g->path, t->name, (long long)t->ne[0], wk_type_name(t->type));
     size_t row_bytes;
     if ((st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)))
         return wk_fail_context(st, "%s: tensor '%s'", g->path, t->name);
