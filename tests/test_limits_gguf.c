@@ -337,6 +337,24 @@ static void test_tensors(void)
     refuses(&b, WK_ERR_FORMAT, "tensor 'blk.0.attn_q.weight'", "byte size overflow");
     hg_free(&b);
 
+    /* one row of 2^62 f32 elements is 2^64 bytes: wraps to 0 in size_t; 2^62 + 8
+     * elements would wrap to 32 bytes and pass every later check */
+    uint64_t wrap0[1] = {(uint64_t)1 << 62}, wrap32[1] = {((uint64_t)1 << 62) + 8};
+    one_tensor(&b, 1, wrap0, 0, 0, 512);
+    refuses(&b, WK_ERR_FORMAT,
+            "a row of ne[0] = 4611686018427387904 f32 elements overflows its byte size",
+            "row bytes wrap to 0");
+    hg_free(&b);
+    one_tensor(&b, 1, wrap32, 0, 0, 512);
+    refuses(&b, WK_ERR_FORMAT,
+            "a row of ne[0] = 4611686018427387912 f32 elements overflows its byte size",
+            "row bytes wrap to 32");
+    hg_free(&b);
+    uint64_t wrapq[1] = {(uint64_t)1 << 62};
+    one_tensor(&b, 1, wrapq, 14, 0, 512);
+    refuses(&b, WK_ERR_FORMAT, "3783023686991216640 bytes, lies outside", "q6_k row of 2^62");
+    hg_free(&b);
+
     one_tensor(&b, 2, ne, 4, 0, 512);
     refuses(&b, WK_ERR_FORMAT, "unknown or removed type id 4", "type 4");
     hg_free(&b);
