@@ -79,6 +79,16 @@ static void fuzz_tensor(const wk_gguf *g, int64_t i)
     if (!t || wk_gguf_find_tensor(g, t->name) != t) abort();
     if (!wk_type_known((int)t->type) || t->n_dims < 1 || t->n_dims > 4) abort();
     if (t->offset % wk_gguf_alignment(g) != 0) abort();
+    /* The byte size agrees with the shape, computed without any wrap-around. */
+    unsigned __int128 elems = 1;
+    for (int d = 0; d < 4; d++) {
+        if (t->ne[d] < 1) abort();
+        elems *= (unsigned __int128)t->ne[d];
+    }
+    int64_t bs = wk_type_block_size(t->type);
+    if (elems % (unsigned __int128)bs != 0) abort();
+    if (elems / (unsigned __int128)bs * wk_type_block_bytes(t->type) != t->nbytes) abort();
+    if (t->offset + t->nbytes > wk_gguf_file_size(g) - wk_gguf_data_offset(g)) abort();
     if (t->nbytes) {
         const unsigned char *p = t->data;
         wk_fuzz_sink += p[0] + p[t->nbytes - 1];
