@@ -238,6 +238,8 @@ static void m_offset_outside(spec *s) { s->t[1].offset = 1u << 20; }
 static void m_offset_end(spec *s) { s->t[1].offset = 128; }
 static void m_offset_wrap(spec *s) { s->t[1].offset = UINT64_MAX - 31; }
 static void m_no_data(spec *s) { s->data_bytes = 0; }
+static void m_overlap(spec *s) { s->t[1].offset = 64; }
+static void m_same_offset(spec *s) { s->t[0].offset = 32, s->t[1].offset = 32; }
 
 static const bad_case cases[] = {
     /* header */
@@ -341,6 +343,9 @@ static const bad_case cases[] = {
      "tensor 't1': data at offset 18446744073709551584, 32 bytes, lies outside"},
     {"truncated data", m_none, CUT_DATA, WK_ERR_FORMAT,
      "tensor 't1': data at offset 96, 32 bytes, lies outside the data section (118 bytes"},
+    {"overlapping tensors", m_overlap, NO_CUT, WK_ERR_FORMAT,
+     "tensors 't0' (offset 0, 68 bytes) and 't1' (offset 64) overlap"},
+    {"tensors at one offset", m_same_offset, NO_CUT, WK_ERR_FORMAT, "tensors 't0' (offset 32, 68 bytes) and 't1' (offset 32) overlap"},
     {"no data section", m_no_data, NO_CUT, WK_ERR_FORMAT,
      "tensor 't0': data at offset 0, 68 bytes, lies outside the data section (0 bytes"},
 };

@@ -466,6 +466,37 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
     return WK_OK;
 }
 
+static int wk_by_offset(const void *a, const void *b)
+{
+    const wk_gguf_tensor *x = *(const wk_gguf_tensor *const *)a;
+    const wk_gguf_tensor *y = *(const wk_gguf_tensor *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y; /* ties in table order, for a stable message */
+}
+
+/* No two tensors share bytes: callers may rewrite one in place without touching
+ * another. */
+static wk_status wk_check_overlaps(wk_gguf *g)
+{
+    if (g->n_tensors < 2) return WK_OK;
+    wk_gguf_tensor **order = malloc((size_t)g->n_tensors * sizeof *order);
+    if (!order) return wk_nomem(g, "the tensor table");
+    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = &g->tensors[i];
+    qsort(order, (size_t)g->n_tensors, sizeof *order, wk_by_offset);
+    wk_status st = WK_OK;
+    for (int64_t i = 1; i < g->n_tensors && !st; i++) {
+        const wk_gguf_tensor *a = order[i - 1], *b = order[i];
+        if (a->offset + a->nbytes > b->offset)
+            st = wk_fail(WK_ERR_FORMAT,
+                         "%s: tensors '%s' (offset %llu, %llu bytes) and '%s' (offset %llu) "
+                         "overlap",
+                         g->path, a->name, (ull)a->offset, (ull)a->nbytes, b->name,
+                         (ull)b->offset);
+    }
+    free(order);
+    return st;
+}
+
 static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
 {
     char what[320];
@@ -511,7 +542,7 @@ static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
                            (ull)start);
         t->data = g->base + start + t->offset;
     }
-    return WK_OK;
+    return wk_check_overlaps(g);
 }
 
 static wk_status wk_parse(wk_gguf *g)
