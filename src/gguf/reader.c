@@ -467,13 +467,17 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
     size_t block_bytes = wk_type_block_bytes(t->type);
     size_t row_bytes;
     if ((uint64_t)(t->ne[0] / bs) > SIZE_MAX / block_bytes ||
-        (st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)) ||
-        (uint64_t)rows > SIZE_MAX / row_bytes)
+        wk_type_row_bytes(t->type, t->ne[0], &row_bytes) != WK_OK)
         return wk_fail(WK_ERR_FORMAT,
-                       "%s: tensor '%s': byte size overflows (ne = %lld x %lld x %lld x %lld of "
-                       "%s)",
-                       g->path, t->name, (long long)t->ne[0], (long long)t->ne[1],
-                       (long long)t->ne[2], (long long)t->ne[3], wk_type_name(t->type));
+                       "%s: tensor '%s': a row of ne[0] = %lld %s elements overflows its byte size",
+                       g->path, t->name, (long long)t->ne[0], wk_type_name(t->type));
+    if ((uint64_t)rows > SIZE_MAX / row_bytes)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': byte size overflows (%lld rows of %llu bytes, ne = %lld x "
+                       "%lld x %lld x %lld of %s)",
+                       g->path, t->name, (long long)rows, (ull)row_bytes, (long long)t->ne[0],
+                       (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                       wk_type_name(t->type));
     t->nbytes = row_bytes * (size_t)rows;
     if (t->offset % g->alignment != 0)
         return wk_fail(WK_ERR_FORMAT,
