@@ -44,7 +44,9 @@ typedef struct wk_gguf wk_gguf;
  * rearrange tensor bytes in place without touching the file (cast away the
  * const of wk_gguf_tensor.data; no two tensors share bytes).
  * Validation, before anything is used: magic; version 2 or 3 (big-endian files
- * are named as such); counts, string and array lengths against the bytes left;
+ * are named as such); counts, string and array lengths against wick's limits
+ * (2^20 keys, 2^20 tensors, 2^24 array elements, 64 MiB strings) and against
+ * the bytes left;
  * known value types; bools 0 or 1; arrays nested at most 64 deep; unique,
  * non-empty keys and tensor names; general.alignment an integer power of two
  * up to 2^20; n_dims 1..4, each dim >= 1, no overflow of the element or byte
