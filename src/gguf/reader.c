@@ -467,19 +467,54 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
     size_t block_bytes = wk_type_block_bytes(t->type);
     size_t row_bytes;
     if ((uint64_t)(t->ne[0] / bs) > SIZE_MAX / block_bytes ||
-        (st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)) ||
-        (uint64_t)rows > SIZE_MAX / row_bytes)
+        wk_type_row_bytes(t->type, t->ne[0], &row_bytes) != WK_OK)
         return wk_fail(WK_ERR_FORMAT,
-                       "%s: tensor '%s': byte size overflows (ne = %lld x %lld x %lld x %lld of "
-                       "%s)",
-                       g->path, t->name, (long long)t->ne[0], (long long)t->ne[1],
-                       (long long)t->ne[2], (long long)t->ne[3], wk_type_name(t->type));
+                       "%s: tensor '%s': a row of ne[0] = %lld %s elements overflows its byte size",
+                       g->path, t->name, (long long)t->ne[0], wk_type_name(t->type));
+    if ((uint64_t)rows > SIZE_MAX / row_bytes)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': byte size overflows (%lld rows of %llu bytes, ne = %lld x "
+                       "%lld x %lld x %lld of %s)",
+                       g->path, t->name, (long long)rows, (ull)row_bytes, (long long)t->ne[0],
+                       (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                       wk_type_name(t->type));
     t->nbytes = row_bytes * (size_t)rows;
     if (t->offset % g->alignment != 0)
         return wk_fail(WK_ERR_FORMAT,
                        "%s: tensor '%s': offset %llu is not a multiple of the alignment %llu",
                        g->path, t->name, (ull)t->offset, (ull)g->alignment);
     return WK_OK;
+}
+
+static int wk_by_offset(const void *a, const void *b)
+{
+    const wk_gguf_tensor *x = *(const wk_gguf_tensor *const *)a;
+    const wk_gguf_tensor *y = *(const wk_gguf_tensor *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y; /* ties in table order, for a stable message */
+}
+
+/* No two tensors share bytes: callers may rewrite one in place without touching
+ * another. */
+static wk_status wk_check_overlaps(wk_gguf *g)
+{
+    if (g->n_tensors < 2) return WK_OK;
+    wk_gguf_tensor **order = malloc((size_t)g->n_tensors * sizeof *order);
+    if (!order) return wk_nomem(g, "the tensor table");
+    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = &g->tensors[i];
+    qsort(order, (size_t)g->n_tensors, sizeof *order, wk_by_offset);
+    wk_status st = WK_OK;
+    for (int64_t i = 1; i < g->n_tensors && !st; i++) {
+        const wk_gguf_tensor *a = order[i - 1], *b = order[i];
+        if (a->offset + a->nbytes > b->offset)
+            st = wk_fail(WK_ERR_FORMAT,
+                         "%s: tensors '%s' (offset %llu, %llu bytes) and '%s' (offset %llu) "
+                         "overlap",
+                         g->path, a->name, (ull)a->offset, (ull)a->nbytes, b->name,
+                         (ull)b->offset);
+    }
+    free(order);
+    return st;
 }
 
 static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
@@ -527,7 +562,7 @@ static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
                            (ull)start);
         t->data = g->base + start + t->offset;
     }
-    return WK_OK;
+    return wk_check_overlaps(g);
 }
 
 static wk_status wk_parse(wk_gguf *g)
