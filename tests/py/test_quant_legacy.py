@@ -231,7 +231,8 @@ def main():
         nq = nd = 0
         for n in LENGTHS:
             for label, x in make_rows(rng, n, qtype):
-                ref_q = np.asarray(quants.quantize(x.reshape(1, n), qtype)).reshape(-1)
+                with np.errstate(over="ignore"):  # F16 rows that overflow to inf on purpose
+                    ref_q = np.asarray(quants.quantize(x.reshape(1, n), qtype)).reshape(-1)
                 ref_bytes = ref_q.tobytes()
                 got = wick_quantize(lib, qtype, x)
                 nq += 1
