@@ -72,26 +72,27 @@ static wk_status wk_convert_tensor(const wk_gguf_tensor *gt, wk_type target, uin
 
     wk_convert_job jobs[64];
     pthread_t tids[64];
-    float *bufs = malloc((size_t)threads * (size_t)ne0 * sizeof(float));
+    float *bufs = malloc(((size_t)threads * (size_t)ne0 + 1) * sizeof(float));
     if (!bufs)
         return wk_fail(WK_ERR_NOMEM, "quantize: no memory for rows of %lld floats of tensor '%s'",
                        (long long)ne0, gt->name);
-    int started = 0;
-    for (int t = 0; t < threads; t++) {
+    for (int t = 0; t < threads; t++)
         jobs[t] = (wk_convert_job){
             .from = wk_traits(gt->type), .to = wk_traits(target), .src = gt->data, .dst = dst,
             .src_row_bytes = src_rb, .dst_row_bytes = dst_rb, .ne0 = ne0,
             .row0 = nrows * t / threads, .row1 = nrows * (t + 1) / threads,
             .buf = bufs + (size_t)t * (size_t)ne0,
         };
-        if (t == 0) continue; /* the calling thread takes the first share */
-        if (pthread_create(&tids[t], NULL, wk_convert_rows, &jobs[t]) != 0) break;
-        started = t;
-    }
-    /* rows of threads that could not start are done here */
+    /* the calling thread takes the first share, and the share of any thread that
+     * could not be started */
+    bool started[64] = {false};
+    for (int t = 1; t < threads; t++)
+        started[t] = pthread_create(&tids[t], NULL, wk_convert_rows, &jobs[t]) == 0;
     wk_convert_rows(&jobs[0]);
-    for (int t = started + 1; t < threads; t++) wk_convert_rows(&jobs[t]);
-    for (int t = 1; t <= started; t++) pthread_join(tids[t], NULL);
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tids[t], NULL);
+        else wk_convert_rows(&jobs[t]);
+    }
     free(bufs);
     return WK_OK;
 }
