@@ -1,8 +1,107 @@
-/* Repacked weight layouts (none yet: every type runs its row-major kernels). */
+/* Repacking weight rows into the interleaved layouts described in repack.h. */
 #include "cpu/repack.h"
 
-wk_status wk_cpu_repack(wk_cpu_engine *ce, wk_qtensor *w, wk_gemm_fn *gemm, size_t *w_stride)
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "quant/blocks.h"
+#include "quant/kquants_internal.h"
+#include "quant/traits.h"
+
+#if defined(WICK_HAVE_X86)
+wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
+#endif
+
+wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa)
 {
-    (void)ce, (void)w, (void)gemm, (void)w_stride;
+#if defined(WICK_HAVE_X86)
+    if (isa >= WK_ISA_AVX2) return wk_avx2_repacked_gemm(t);
+#else
+    (void)t, (void)isa;
+#endif
+    return NULL;
+}
+
+/* Column c's 4 bytes of step s go to 32*s + 4*c: the same for every format. */
+static void wk_interleave_qs(uint8_t *dst, const uint8_t *const src[8], int steps)
+{
+    for (int s = 0; s < steps; s++)
+        for (int c = 0; c < 8; c++) memcpy(dst + 32 * s + 4 * c, src[c] + 4 * s, 4);
+}
+
+/* Scales and mins of Q4_K (64 values each, index j*8 + c) in 48 bytes:
+ * A[t] = low 4 bits of v[t] | low 4 bits of v[t+32] << 4 (t < 32);
+ * B[t] = high 2 bits of v[t], v[t+16], v[t+32], v[t+48] at bits 0, 2, 4, 6 (t < 16). */
+static void wk_k4x8_encode(const uint8_t v[64], uint8_t *out)
+{
+    for (int t = 0; t < 32; t++) out[t] = (uint8_t)((v[t] & 15) | ((v[t + 32] & 15) << 4));
+    for (int t = 0; t < 16; t++)
+        out[32 + t] = (uint8_t)((v[t] >> 4) | ((v[t + 16] >> 4) << 2) | ((v[t + 32] >> 4) << 4) |
+                                ((v[t + 48] >> 4) << 6));
+}
+
+void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
+    int64_t nb = k / tr->block_size;
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk[8];
+        for (int c = 0; c < 8; c++)
+            blk[c] = (const uint8_t *)src + (size_t)c * row_bytes + (size_t)b * tr->block_bytes;
+        if (t == WK_TYPE_Q8_0 || t == WK_TYPE_Q4_0) {
+            const uint8_t *qs[8];
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2); /* d */
+                qs[c] = blk[c] + 2;
+            }
+            wk_interleave_qs(out + 16, qs, t == WK_TYPE_Q8_0 ? 8 : 4);
+        } else { /* Q4_K */
+            uint8_t sc[64], mn[64];
+            for (int c = 0; c < 8; c++) {
+                const wk_block_q4_K *x = (const wk_block_q4_K *)blk[c];
+                memcpy(out + 2 * c, &x->d, 2);
+                memcpy(out + 16 + 2 * c, &x->dmin, 2);
+                for (int j = 0; j < 8; j++) wk_k4_scale_min(x->scales, j, &sc[j * 8 + c], &mn[j * 8 + c]);
+            }
+            wk_k4x8_encode(sc, out + 32);
+            wk_k4x8_encode(mn, out + 80);
+            for (int p = 0; p < 4; p++) {
+                const uint8_t *qs[8];
+                for (int c = 0; c < 8; c++) qs[c] = ((const wk_block_q4_K *)blk[c])->qs + 32 * p;
+                wk_interleave_qs(out + 128 + 256 * p, qs, 8);
+            }
+        }
+        out += 8 * tr->block_bytes;
+    }
+}
+
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_packed)
+{
+    *gemm = NULL;
+    *n_packed = 0;
+    const char *off = getenv("WICK_NO_REPACK");
+    if (off && off[0] && strcmp(off, "0") != 0) return WK_OK;
+    wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
+    int64_t n = w->dims[0], k = w->dims[1];
+    int64_t groups = n / WK_REPACK_COLS;
+    if (!g || groups == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    const wk_type_traits *tr = wk_traits(w->type);
+    size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
+    size_t group_bytes = row_bytes * WK_REPACK_COLS;
+    /* One group's worth of temporary memory, whatever the size of the weight. */
+    uint8_t *tmp = wk_host_alloc(group_bytes);
+    if (!tmp) return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", group_bytes);
+    uint8_t *base = w->data;
+    for (int64_t gi = 0; gi < groups; gi++) {
+        memcpy(tmp, base + (size_t)gi * group_bytes, group_bytes);
+        wk_cpu_repack_group(w->type, tmp, base + (size_t)gi * group_bytes, k);
+    }
+    wk_host_free(tmp, group_bytes);
+    w->layout = WK_LAYOUT_REPACKED;
+    *gemm = g;
+    *n_packed = groups * WK_REPACK_COLS;
     return WK_OK;
 }
