@@ -111,8 +111,9 @@ static void test_isa(wk_isa isa)
  * the rows as in the file. */
 static void test_repacked(wk_isa isa)
 {
-    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K};
-    for (size_t ti = 0; ti < 3; ti++) {
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         wk_type t = types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);

@@ -41,6 +41,50 @@ static void wk_k4x8_encode(const uint8_t v[64], uint8_t *out)
                                 ((v[t + 48] >> 4) << 6));
 }
 
+/* Q5_0/Q5_1: the fifth bits as eight 32-bit masks, mask 2*s + h holding for column c
+ * and i < 4 the bit of element 4*s + i (h = 0) or 16 + 4*s + i (h = 1) at bit 4*c + i. */
+static void wk_q5x8_masks(uint8_t *out, const uint8_t *const qh[8])
+{
+    for (int s = 0; s < 4; s++)
+        for (int h = 0; h < 2; h++) {
+            uint32_t mask = 0;
+            for (int c = 0; c < 8; c++) {
+                uint32_t bits;
+                memcpy(&bits, qh[c], 4);
+                for (int i = 0; i < 4; i++)
+                    mask |= ((bits >> (16 * h + 4 * s + i)) & 1u) << (4 * c + i);
+            }
+            memcpy(out + 4 * (2 * s + h), &mask, 4);
+        }
+}
+
+static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
+{
+    int8_t q[8][WK_QK_K];
+    for (int c = 0; c < 8; c++) {
+        const wk_block_q6_K *x = (const wk_block_q6_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        for (int g = 0; g < 16; g++) out[16 + 8 * g + c] = (uint8_t)x->scales[g];
+        wk_q6_K_unpack(x, q[c]);
+    }
+    uint8_t *lo = out + 144, *hb = out + 1168;
+    for (int p = 0; p < 4; p++)
+        for (int s = 0; s < 8; s++)
+            for (int c = 0; c < 8; c++)
+                for (int i = 0; i < 4; i++) {
+                    int a = q[c][64 * p + 4 * s + i] + 32, b = q[c][64 * p + 32 + 4 * s + i] + 32;
+                    lo[256 * p + 32 * s + 4 * c + i] = (uint8_t)((a & 15) | ((b & 15) << 4));
+                }
+    for (int h = 0; h < 2; h++)
+        for (int s = 0; s < 8; s++)
+            for (int c = 0; c < 8; c++)
+                for (int i = 0; i < 4; i++) {
+                    int v = 0;
+                    for (int t = 0; t < 4; t++) v |= ((q[c][32 * (4 * h + t) + 4 * s + i] + 32) >> 4) << (2 * t);
+                    hb[256 * h + 32 * s + 4 * c + i] = (uint8_t)v;
+                }
+}
+
 void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
 {
     const wk_type_traits *tr = wk_traits(t);
@@ -51,14 +95,44 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
         const uint8_t *blk[8];
         for (int c = 0; c < 8; c++)
             blk[c] = (const uint8_t *)src + (size_t)c * row_bytes + (size_t)b * tr->block_bytes;
-        if (t == WK_TYPE_Q8_0 || t == WK_TYPE_Q4_0) {
-            const uint8_t *qs[8];
+        const uint8_t *qs[8], *qh[8];
+        switch (t) {
+        case WK_TYPE_Q8_0:
+        case WK_TYPE_Q4_0:
             for (int c = 0; c < 8; c++) {
                 memcpy(out + 2 * c, blk[c], 2); /* d */
                 qs[c] = blk[c] + 2;
             }
             wk_interleave_qs(out + 16, qs, t == WK_TYPE_Q8_0 ? 8 : 4);
-        } else { /* Q4_K */
+            break;
+        case WK_TYPE_Q4_1:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);          /* d */
+                memcpy(out + 16 + 2 * c, blk[c] + 2, 2); /* m */
+                qs[c] = blk[c] + 4;
+            }
+            wk_interleave_qs(out + 32, qs, 4);
+            break;
+        case WK_TYPE_Q5_0:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);
+                qh[c] = blk[c] + 2;
+                qs[c] = blk[c] + 6;
+            }
+            wk_q5x8_masks(out + 16, qh);
+            wk_interleave_qs(out + 48, qs, 4);
+            break;
+        case WK_TYPE_Q5_1:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);
+                memcpy(out + 16 + 2 * c, blk[c] + 2, 2);
+                qh[c] = blk[c] + 4;
+                qs[c] = blk[c] + 8;
+            }
+            wk_q5x8_masks(out + 32, qh);
+            wk_interleave_qs(out + 64, qs, 4);
+            break;
+        case WK_TYPE_Q4_K: {
             uint8_t sc[64], mn[64];
             for (int c = 0; c < 8; c++) {
                 const wk_block_q4_K *x = (const wk_block_q4_K *)blk[c];
@@ -69,10 +143,13 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
             wk_k4x8_encode(sc, out + 32);
             wk_k4x8_encode(mn, out + 80);
             for (int p = 0; p < 4; p++) {
-                const uint8_t *qs[8];
                 for (int c = 0; c < 8; c++) qs[c] = ((const wk_block_q4_K *)blk[c])->qs + 32 * p;
                 wk_interleave_qs(out + 128 + 256 * p, qs, 8);
             }
+            break;
+        }
+        case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
+        default: break;
         }
         out += 8 * tr->block_bytes;
     }

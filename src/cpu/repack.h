@@ -10,6 +10,13 @@
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
  *   Q4_0x8 (144 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 4
+ *   Q4_1x8 (160 bytes): d[8], m[8] (f16); qs at 32 as Q4_0x8
+ *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as 8 masks (wk_q5x8_masks); qs at 48 as Q4_0x8
+ *   Q5_1x8 (192 bytes): d[8], m[8]; masks at 32; qs at 64
+ *   Q6_Kx8 (1680 bytes): d[8]; scales[16][8] at 16; at 144 the low nibbles, byte
+ *     256*p + 32*s + 4*c + i = element 64p+4s+i (low) and 64p+32+4s+i (high) of column c;
+ *     at 1168 the top 2 bits, byte 256*h + 32*s + 4*c + i holding those of element
+ *     32*(4h+t) + 4s + i at bit 2t (t < 4); values stored +32 (0..63)
  *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
  *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
  *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */

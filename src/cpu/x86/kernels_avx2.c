@@ -246,10 +246,9 @@ WK_INLINE void wk_prep_q6_K(const void *b, wk_kprep *p)
     const wk_block_q6_K *x = b;
     p->d = wk_h2f(x->d);
     p->dmin = 0.0f;
-    for (int g = 0; g < 16; g++) {
-        p->sc[g] = x->scales[g];
-        p->mn[g] = 0;
-    }
+    __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    _mm256_storeu_si256((__m256i *)p->sc, sc);
+    _mm256_storeu_si256((__m256i *)p->mn, _mm256_setzero_si256());
 }
 
 WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
