@@ -11,11 +11,14 @@
 
 #if defined(WICK_HAVE_X86)
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
+wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 #endif
 
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa)
 {
 #if defined(WICK_HAVE_X86)
+    wk_gemm_fn g = isa >= WK_ISA_AVX512 ? wk_avx512_repacked_gemm(t) : NULL;
+    if (g) return g;
     if (isa >= WK_ISA_AVX2) return wk_avx2_repacked_gemm(t);
 #else
     (void)t, (void)isa;
