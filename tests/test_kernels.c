@@ -112,7 +112,7 @@ static void test_isa(wk_isa isa)
 static void test_repacked(wk_isa isa)
 {
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
-                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K};
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         wk_type t = types[ti];
         const wk_type_traits *tr = wk_traits(t);

@@ -186,7 +186,7 @@ static void test_repack_memory(void)
     wk_engine *e = NULL;
     CHECK_OK(wk_engine_create(WK_DEVICE_CPU, 2, &e));
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
-                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K};
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         int64_t n = 131, k = 1024, dims[2] = {n, k};
         float *wf = malloc(sizeof(float) * n * k);

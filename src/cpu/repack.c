@@ -152,6 +152,16 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
             break;
         }
         case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
+        case WK_TYPE_Q2_K:
+            for (int c = 0; c < 8; c++) {
+                const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
+                memcpy(out + 2 * c, &x->d, 2);
+                memcpy(out + 16 + 2 * c, &x->dmin, 2);
+                for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
+                qs[c] = x->qs;
+            }
+            wk_interleave_qs(out + 160, qs, 16);
+            break;
         default: break;
         }
         out += 8 * tr->block_bytes;

@@ -17,6 +17,8 @@
  *     256*p + 32*s + 4*c + i = element 64p+4s+i (low) and 64p+32+4s+i (high) of column c;
  *     at 1168 the top 2 bits, byte 256*h + 32*s + 4*c + i holding those of element
  *     32*(4h+t) + 4s + i at bit 2t (t < 4); values stored +32 (0..63)
+ *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; qs at 160 + 32*s + 4*c + i
+ *     = column c's qs[4*s + i], s < 16 (each byte holds 4 codes, as in the file)
  *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
  *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
  *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */

@@ -482,6 +482,94 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
     }
 }
 
+/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
+#define WK_Q2_KX8_TILE(R)                                                                          \
+    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        const __m256i m3 = _mm256_set1_epi8(3);                                                    \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);                                \
+            const uint8_t *scb = blk + 32;                                                         \
+            uint8_t sc[128], mn[128];                                                              \
+            for (int q = 0; q < 4; q++) {                                                          \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(scb + 32 * q));                   \
+                _mm256_storeu_si256((__m256i *)(sc + 32 * q), _mm256_and_si256(v, _mm256_set1_epi8(15))); \
+                _mm256_storeu_si256((__m256i *)(mn + 32 * q),                                      \
+                                    _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15))); \
+            }                                                                                      \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int j = 0; j < 8; j++) {                                                          \
+                const int h = j / 4, sh = 2 * (j % 4);                                             \
+                for (int half = 0; half < 2; half++) {                                             \
+                    __m256i p16[R];                                                                \
+                    for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                   \
+                    for (int s = 4 * half; s < 4 * half + 4; s++) {                                \
+                        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
+                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, sh), m3);                \
+                        for (int r = 0; r < R; r++) {                                              \
+                            const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs;      \
+                            p16[r] = _mm256_add_epi16(                                             \
+                                p16[r], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * j + 4 * s)));  \
+                        }                                                                          \
+                    }                                                                              \
+                    __m256i scv = wk_dup_cols(sc + 8 * (2 * j + half));                            \
+                    for (int r = 0; r < R; r++)                                                    \
+                        isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scv));       \
+                }                                                                                  \
+            }                                                                                      \
+            __m256i mnp[8];                                                                        \
+            for (int q = 0; q < 8; q++)                                                            \
+                mnp[q] = _mm256_cvtepu8_epi16(                                                     \
+                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),             \
+                                      _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));       \
+            __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);                       \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
+                __m256i msum = _mm256_setzero_si256();                                             \
+                for (int q = 0; q < 8; q++) {                                                      \
+                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |  \
+                                                         ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16))); \
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));                  \
+                }                                                                                  \
+                __m256 dx = _mm256_set1_ps(xb->d);                                                 \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx),       \
+                                         acc[r]);                                                  \
+                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx),      \
+                                          acc[r]);                                                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q2_KX8_TILE(1)
+WK_Q2_KX8_TILE(2)
+WK_Q2_KX8_TILE(3)
+WK_Q2_KX8_TILE(4)
+
+static void wk_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q2_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_q2_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_q2_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_q2_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
 {
@@ -493,6 +581,7 @@ wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_0: return wk_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_packed_q5_1;
     case WK_TYPE_Q6_K: return wk_packed_q6_K;
+    case WK_TYPE_Q2_K: return wk_packed_q2_K;
     default: return NULL;
     }
 }
