@@ -176,6 +176,45 @@ static void check_fixture(const wk_tokenizer *tok, const char *rel, bool round_t
     free(line), free(text), free(want_det), free(want), free(got), free(dec);
 }
 
+/* bos, eos, eot, add_bos, add_eos, the end-of-generation and control token
+ * sets equal llama.cpp's (a "KEY VALUE" file). */
+static void check_vocab_facts(const wk_tokenizer *tok, const char *rel)
+{
+    char path[4096];
+    FILE *f = fopen(test_source_path(rel, path, sizeof path), "r");
+    CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    static char line[1 << 20];
+    int32_t n = wk_tokenizer_n_vocab(tok);
+    while (fgets(line, sizeof line, f)) {
+        char key[32];
+        static char val[1 << 20];
+        if (sscanf(line, "%31s %s", key, val) != 2) continue;
+        long v = atol(val);
+        if (strcmp(key, "n_vocab") == 0) CHECK_EQ_INT(n, v);
+        else if (strcmp(key, "bos") == 0) CHECK_EQ_INT(wk_tokenizer_bos(tok), v);
+        else if (strcmp(key, "eos") == 0) CHECK_EQ_INT(wk_tokenizer_eos(tok), v);
+        else if (strcmp(key, "eot") == 0) CHECK_EQ_INT(wk_tokenizer_eot(tok), v);
+        else if (strcmp(key, "add_bos") == 0) CHECK_EQ_INT(wk_tokenizer_adds_bos(tok), v);
+        else if (strcmp(key, "add_eos") == 0) CHECK_EQ_INT(wk_tokenizer_adds_eos(tok), v);
+        else if (strcmp(key, "eog") == 0 || strcmp(key, "control") == 0) {
+            bool eog = key[0] == 'e';
+            bool *want = calloc((size_t)n, 1);
+            for (char *p = strtok(val, ","); p; p = strtok(NULL, ",")) want[atoi(p)] = true;
+            int wrong = 0;
+            for (int32_t i = 0; i < n; i++) {
+                bool got = eog ? wk_tokenizer_is_eog(tok, i) : wk_tokenizer_is_control(tok, i);
+                if (got != want[i] && wrong++ < 5)
+                    fprintf(stderr, "%s: token %d (%s): %s %d, llama.cpp %d\n", rel, (int)i,
+                            wk_tokenizer_token_text(tok, i), key, got, want[i]);
+            }
+            CHECK_MSG(wrong == 0, "%s: %d tokens differ in %s", rel, wrong, key);
+            free(want);
+        }
+    }
+    fclose(f);
+}
+
 /* ---- pre-tokenizer splits ---- */
 
 static void check_split(wk_pretok kind, const char *text, const char *const *want)
@@ -426,6 +465,11 @@ int main(void)
             fprintf(stderr, "smollm2: %d of %d cases match llama.cpp's ids, %d detokenizations "
                     "match, %d round trips\n", stats.matched, stats.cases, stats.detok_matched,
                     stats.round_trips);
+            fixture_stats r = {0};
+            check_fixture(tok, "tests/fixtures/tokenizer/smollm2-random.txt", true, &r);
+            fprintf(stderr, "smollm2 random: %d of %d cases match, %d detokenizations match, "
+                    "%d round trips\n", r.matched, r.cases, r.detok_matched, r.round_trips);
+            check_vocab_facts(tok, "tests/fixtures/tokenizer/smollm2-vocab.txt");
             test_huge(tok);
             wk_tokenizer_free(tok);
         }
@@ -457,6 +501,11 @@ int main(void)
             check_fixture(tok, "tests/fixtures/tokenizer/spm-tiny.txt", true, &s);
             fprintf(stderr, "spm-tiny: %d of %d cases match, %d detokenizations match, "
                     "%d round trips\n", s.matched, s.cases, s.detok_matched, s.round_trips);
+            fixture_stats r = {0};
+            check_fixture(tok, "tests/fixtures/tokenizer/spm-tiny-random.txt", true, &r);
+            fprintf(stderr, "spm-tiny random: %d of %d cases match, %d detokenizations match\n",
+                    r.matched, r.cases, r.detok_matched);
+            check_vocab_facts(tok, "tests/fixtures/tokenizer/spm-tiny-vocab.txt");
             wk_tokenizer_free(tok);
         }
         wk_gguf_close(g);

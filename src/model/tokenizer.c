@@ -169,6 +169,7 @@ void wk_tokenizer_spec_init(wk_tokenizer_spec *spec)
 {
     memset(spec, 0, sizeof *spec);
     spec->bos = spec->eos = spec->eot = spec->eom = spec->unk = spec->pad = -1;
+    spec->fim_pad = spec->fim_rep = spec->fim_sep = -1;
     spec->add_bos = spec->add_eos = spec->add_space_prefix = -1;
 }
 
@@ -217,10 +218,17 @@ static const char *const k_eot_names[] = {
     "<EOT>", "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
     "<end_of_utterance>", NULL};
 static const char *const k_eog_names[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
     "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", NULL};
+/* Fill-in-the-middle padding, repository and file separators also end
+ * generation: the first token of each kind. */
+static const char *const k_fim_pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>",
+                                              "[PAD]", NULL};
+static const char *const k_fim_rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>", "<reponame>", NULL};
+static const char *const k_fim_sep_names[] = {"<|file_sep|>", NULL};
 
 /* The bytes a token stands for when decoding (the llama.cpp piece with
  * special tokens rendered). */
@@ -400,6 +408,19 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
     t->pad = pick_id(spec->pad, -1, nv);
     t->eot = pick_id(spec->eot, -1, nv);
     t->eom = pick_id(spec->eom, -1, nv);
+    int32_t fim[3] = {pick_id(spec->fim_pad, -1, nv), pick_id(spec->fim_rep, -1, nv),
+                      pick_id(spec->fim_sep, -1, nv)};
+    const char *const *fim_names[3] = {k_fim_pad_names, k_fim_rep_names, k_fim_sep_names};
+    for (int32_t i = 0; i < nv; i++) {
+        for (int k = 0; k < 3; k++) {
+            if (fim[k] < 0 && text_in(wk_tok_str(t, t->text[i]), fim_names[k])) {
+                fim[k] = i;
+                t->attr[i] |= WK_ATTR_CONTROL;
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        if (fim[k] >= 0) t->attr[fim[k]] |= WK_ATTR_EOG;
     for (int32_t i = 0; i < nv; i++) {
         const char *s = wk_tok_str(t, t->text[i]);
         if (t->eot < 0 && text_in(s, k_eot_names)) {

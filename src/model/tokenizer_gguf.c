@@ -132,6 +132,9 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
         get_id(g, "tokenizer.ggml.eom_token_id", &spec.eom);
         get_id(g, "tokenizer.ggml.unknown_token_id", &spec.unk);
         get_id(g, "tokenizer.ggml.padding_token_id", &spec.pad);
+        get_id(g, "tokenizer.ggml.fim_pad_token_id", &spec.fim_pad);
+        get_id(g, "tokenizer.ggml.fim_rep_token_id", &spec.fim_rep);
+        get_id(g, "tokenizer.ggml.fim_sep_token_id", &spec.fim_sep);
         st = get_flag(g, "tokenizer.ggml.add_bos_token", &spec.add_bos);
     }
     if (st == WK_OK) st = get_flag(g, "tokenizer.ggml.add_eos_token", &spec.add_eos);

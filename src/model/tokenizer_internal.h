@@ -45,7 +45,7 @@ typedef struct wk_tokenizer_spec {
     size_t n_merges;
     const char *const *merges;
     const size_t *merge_lens;
-    int64_t bos, eos, eot, eom, unk, pad;
+    int64_t bos, eos, eot, eom, unk, pad, fim_pad, fim_rep, fim_sep;
     int add_bos, add_eos, add_space_prefix;
     const char *chat_template;
 } wk_tokenizer_spec;
