@@ -439,6 +439,54 @@ static void test_huge(const wk_tokenizer *tok)
     free(text);
 }
 
+/* Random bytes (mostly invalid UTF-8, sequences past U+10FFFF, stray special
+ * token pieces): encoding never fails, decoding gives back valid UTF-8 input
+ * exactly (BPE without space tidying), streaming emits only valid UTF-8. */
+static void test_random_bytes(const wk_tokenizer *tok, unsigned seed, int rounds)
+{
+    static const char *const bits[] = {"<|im_start|>", "<|im_", "\xf5\x80\x80\x80", "\xed\xa0\x80",
+                                       "\xc0\x80", "\xe2\x96\x81", " ", "\n", "a", "1", "\xc3\xa9"};
+    unsigned char text[512];
+    char out[4096];
+    int32_t ids[1024];
+    srand(seed);
+    int failures_before = check_failures, round_trips = 0;
+    for (int r = 0; r < rounds && check_failures == failures_before; r++) {
+        size_t n = 0, want = (size_t)(rand() % 200);
+        while (n < want) {
+            bool ascii = r % 2 == 0; /* even rounds: valid text, to check round trips */
+            if (rand() % 3 == 0) {
+                const char *b = bits[rand() % (int)(sizeof bits / sizeof bits[0])];
+                if (ascii && (b[0] & 0x80) && strcmp(b, "\xc3\xa9") != 0 &&
+                    strcmp(b, "\xe2\x96\x81") != 0)
+                    continue;
+                size_t l = strlen(b);
+                if (n + l > sizeof text) break;
+                memcpy(text + n, b, l);
+                n += l;
+            } else {
+                text[n++] = (unsigned char)(rand() % (ascii ? 128 : 256));
+            }
+        }
+        size_t k, len;
+        CHECK_OK(wk_tokenizer_encode(tok, (char *)text, n, rand() % 2, rand() % 2, ids, 1024, &k));
+        CHECK_OK(wk_tokenizer_decode(tok, ids, k, true, out, sizeof out, &len));
+        /* Bytes the vocabulary has no token for vanish, in llama.cpp too (SmolLM2
+         * lacks 0x04, 0x06, 0x13, 0x14, 0x16 and 0x1d). */
+        bool all_bytes = true;
+        for (size_t i = 0; i < n && all_bytes; i++) {
+            size_t kb;
+            int32_t one[8];
+            CHECK_OK(wk_tokenizer_encode(tok, (char *)text + i, 1, false, false, one, 8, &kb));
+            if (text[i] < 0x80 && kb == 0) all_bytes = false;
+        }
+        if (tok->kind == WK_TOK_BPE && !tok->clean_spaces && valid_utf8(text, n) && all_bytes)
+            CHECK_MSG(len == n && memcmp(out, text, n) == 0 && ++round_trips, "round %d: round trip differs", r);
+        check_stream(tok, ids, k, (unsigned char *)out, len);
+    }
+    fprintf(stderr, "random bytes: %d rounds, %d round trips checked\n", rounds, round_trips);
+}
+
 int main(void)
 {
     test_pretok();
@@ -471,6 +519,7 @@ int main(void)
                     "%d round trips\n", r.matched, r.cases, r.detok_matched, r.round_trips);
             check_vocab_facts(tok, "tests/fixtures/tokenizer/smollm2-vocab.txt");
             test_huge(tok);
+            test_random_bytes(tok, 7, 2000);
             wk_tokenizer_free(tok);
         }
         static const char *pres[] = {"llama-bpe", "qwen2", "gpt-2", "default", "starcoder"};
@@ -506,6 +555,7 @@ int main(void)
             fprintf(stderr, "spm-tiny random: %d of %d cases match, %d detokenizations match\n",
                     r.matched, r.cases, r.detok_matched);
             check_vocab_facts(tok, "tests/fixtures/tokenizer/spm-tiny-vocab.txt");
+            test_random_bytes(tok, 11, 2000);
             wk_tokenizer_free(tok);
         }
         wk_gguf_close(g);
