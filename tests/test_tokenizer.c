@@ -13,8 +13,7 @@
 
 /* ---- helpers ---- */
 
-static size_t unhex(const char *h, unsigned char *out)
-{
+static size_t unhex(const char *h, unsigned char *out) {
     if (strcmp(h, "-") == 0) return 0;
     size_t n = strlen(h) / 2;
     for (size_t i = 0; i < n; i++) {
@@ -25,20 +24,22 @@ static size_t unhex(const char *h, unsigned char *out)
     return n;
 }
 
-static size_t parse_ids(char *s, int32_t *out)
-{
+static size_t parse_ids(char *s, int32_t *out) {
     if (strcmp(s, "-") == 0) return 0;
     size_t n = 0;
-    for (char *p = strtok(s, ","); p; p = strtok(NULL, ",")) out[n++] = (int32_t)atoi(p);
+    for (char *p = strtok(s, ","); p; p = strtok(NULL, ","))
+        out[n++] = (int32_t)atoi(p);
     return n;
 }
 
-static bool valid_utf8(const unsigned char *s, size_t n)
-{
+static bool valid_utf8(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
-        size_t k = c < 0x80 ? 1 : (c >= 0xC2 && c <= 0xDF) ? 2 : (c >= 0xE0 && c <= 0xEF) ? 3
-                 : (c >= 0xF0 && c <= 0xF4) ? 4 : 0;
+        size_t k = c < 0x80                   ? 1
+                   : (c >= 0xC2 && c <= 0xDF) ? 2
+                   : (c >= 0xE0 && c <= 0xEF) ? 3
+                   : (c >= 0xF0 && c <= 0xF4) ? 4
+                                              : 0;
         if (!k || i + k > n) return false;
         for (size_t j = 1; j < k; j++)
             if ((s[i + j] & 0xC0) != 0x80) return false;
@@ -51,12 +52,13 @@ static bool valid_utf8(const unsigned char *s, size_t n)
     return true;
 }
 
-static void print_text(const unsigned char *s, size_t n)
-{
+static void print_text(const unsigned char *s, size_t n) {
     fputc('"', stderr);
     for (size_t i = 0; i < n && i < 80; i++) {
-        if (s[i] >= 0x20 && s[i] < 0x7F && s[i] != '"') fputc(s[i], stderr);
-        else fprintf(stderr, "\\x%02x", s[i]);
+        if (s[i] >= 0x20 && s[i] < 0x7F && s[i] != '"')
+            fputc(s[i], stderr);
+        else
+            fprintf(stderr, "\\x%02x", s[i]);
     }
     fputc('"', stderr);
 }
@@ -64,8 +66,7 @@ static void print_text(const unsigned char *s, size_t n)
 /* Stream ids through the detokenizer: output must be valid UTF-8 and, when the
  * whole decoding is valid UTF-8, equal to it. */
 static void check_stream(const wk_tokenizer *tok, const int32_t *ids, size_t n,
-                         const unsigned char *whole, size_t whole_len)
-{
+                         const unsigned char *whole, size_t whole_len) {
     size_t cap = wk_detok_out_cap(tok);
     char *chunk = malloc(cap);
     unsigned char *all = malloc(3 * whole_len + 64);
@@ -99,8 +100,7 @@ typedef struct fixture_stats {
 
 /* Every line of a fixture: ids, detokenization, round trip, streaming. */
 static void check_fixture(const wk_tokenizer *tok, const char *rel, bool round_trip,
-                          fixture_stats *stats)
-{
+                          fixture_stats *stats) {
     char path[4096];
     FILE *f = fopen(test_source_path(rel, path, sizeof path), "r");
     CHECK_MSG(f != NULL, "cannot open %s", path);
@@ -129,16 +129,19 @@ static void check_fixture(const wk_tokenizer *tok, const char *rel, bool round_t
         wk_status st = wk_tokenizer_encode(tok, (char *)text, tl, add, parse, got, line_cap, &ng);
         CHECK_OK(st);
         size_t first = 0;
-        while (first < nw && first < ng && want[first] == got[first]) first++;
+        while (first < nw && first < ng && want[first] == got[first])
+            first++;
         if (st == WK_OK && first == nw && ng == nw) {
             stats->matched++;
         } else {
             check_failures++;
             fprintf(stderr, "%s:%d: ", rel, lineno);
             print_text(text, tl);
-            fprintf(stderr, " add=%d parse=%d: %zu ids vs llama.cpp's %zu, first difference at %zu:"
-                    " wick %d, llama.cpp %d\n", add, parse, ng, nw, first,
-                    first < ng ? got[first] : -1, first < nw ? want[first] : -1);
+            fprintf(stderr,
+                    " add=%d parse=%d: %zu ids vs llama.cpp's %zu, first difference at %zu:"
+                    " wick %d, llama.cpp %d\n",
+                    add, parse, ng, nw, first, first < ng ? got[first] : -1,
+                    first < nw ? want[first] : -1);
         }
         check_count++;
         /* Decoding llama.cpp's ids gives llama_detokenize's bytes. */
@@ -178,8 +181,7 @@ static void check_fixture(const wk_tokenizer *tok, const char *rel, bool round_t
 
 /* bos, eos, eot, add_bos, add_eos, the end-of-generation and control token
  * sets equal llama.cpp's (a "KEY VALUE" file). */
-static void check_vocab_facts(const wk_tokenizer *tok, const char *rel)
-{
+static void check_vocab_facts(const wk_tokenizer *tok, const char *rel) {
     char path[4096];
     FILE *f = fopen(test_source_path(rel, path, sizeof path), "r");
     CHECK_MSG(f != NULL, "cannot open %s", path);
@@ -191,16 +193,23 @@ static void check_vocab_facts(const wk_tokenizer *tok, const char *rel)
         static char val[1 << 20];
         if (sscanf(line, "%31s %s", key, val) != 2) continue;
         long v = atol(val);
-        if (strcmp(key, "n_vocab") == 0) CHECK_EQ_INT(n, v);
-        else if (strcmp(key, "bos") == 0) CHECK_EQ_INT(wk_tokenizer_bos(tok), v);
-        else if (strcmp(key, "eos") == 0) CHECK_EQ_INT(wk_tokenizer_eos(tok), v);
-        else if (strcmp(key, "eot") == 0) CHECK_EQ_INT(wk_tokenizer_eot(tok), v);
-        else if (strcmp(key, "add_bos") == 0) CHECK_EQ_INT(wk_tokenizer_adds_bos(tok), v);
-        else if (strcmp(key, "add_eos") == 0) CHECK_EQ_INT(wk_tokenizer_adds_eos(tok), v);
+        if (strcmp(key, "n_vocab") == 0)
+            CHECK_EQ_INT(n, v);
+        else if (strcmp(key, "bos") == 0)
+            CHECK_EQ_INT(wk_tokenizer_bos(tok), v);
+        else if (strcmp(key, "eos") == 0)
+            CHECK_EQ_INT(wk_tokenizer_eos(tok), v);
+        else if (strcmp(key, "eot") == 0)
+            CHECK_EQ_INT(wk_tokenizer_eot(tok), v);
+        else if (strcmp(key, "add_bos") == 0)
+            CHECK_EQ_INT(wk_tokenizer_adds_bos(tok), v);
+        else if (strcmp(key, "add_eos") == 0)
+            CHECK_EQ_INT(wk_tokenizer_adds_eos(tok), v);
         else if (strcmp(key, "eog") == 0 || strcmp(key, "control") == 0) {
             bool eog = key[0] == 'e';
             bool *want = calloc((size_t)n, 1);
-            for (char *p = strtok(val, ","); p; p = strtok(NULL, ",")) want[atoi(p)] = true;
+            for (char *p = strtok(val, ","); p; p = strtok(NULL, ","))
+                want[atoi(p)] = true;
             int wrong = 0;
             for (int32_t i = 0; i < n; i++) {
                 bool got = eog ? wk_tokenizer_is_eog(tok, i) : wk_tokenizer_is_control(tok, i);
@@ -217,8 +226,7 @@ static void check_vocab_facts(const wk_tokenizer *tok, const char *rel)
 
 /* ---- pre-tokenizer splits ---- */
 
-static void check_split(wk_pretok kind, const char *text, const char *const *want)
-{
+static void check_split(wk_pretok kind, const char *text, const char *const *want) {
     uint32_t cps[256];
     size_t n = 0;
     for (size_t i = 0, len = strlen(text); i < len;) {
@@ -234,7 +242,8 @@ static void check_split(wk_pretok kind, const char *text, const char *const *wan
     for (size_t w = 0; w < words.n; w++) {
         char word[256];
         size_t wl = 0;
-        for (size_t i = at; i < at + words.v[w]; i++) wl += wk_utf8_encode(cps[i], word + wl);
+        for (size_t i = at; i < at + words.v[w]; i++)
+            wl += wk_utf8_encode(cps[i], word + wl);
         word[wl] = 0;
         at += words.v[w];
         if (!want[k] || strcmp(want[k], word) != 0) ok = false;
@@ -247,8 +256,7 @@ static void check_split(wk_pretok kind, const char *text, const char *const *wan
     wk_lenvec_free(&scratch);
 }
 
-static void test_pretok(void)
-{
+static void test_pretok(void) {
     check_split(WK_PRETOK_GPT2, "I'm  here 123 ok!?",
                 (const char *[]){"I", "'m", " ", " here", " 123", " ok", "!?", NULL});
     check_split(WK_PRETOK_GPT2, "a   \n", (const char *[]){"a", "   \n", NULL});
@@ -262,8 +270,7 @@ static void test_pretok(void)
                 (const char *[]){"a", "+", "b", " ", "123", "456", "7", NULL});
     check_split(WK_PRETOK_GPT2, "", (const char *[]){NULL});
     /* Letters and numbers beyond ASCII. */
-    check_split(WK_PRETOK_GPT2, "日本 ½x",
-                (const char *[]){"日本", " ½", "x", NULL});
+    check_split(WK_PRETOK_GPT2, "日本 ½x", (const char *[]){"日本", " ½", "x", NULL});
     wk_pretok k;
     bool clean;
     CHECK_FAILS(wk_pretok_from_name("nonesuch", &k, &clean), WK_ERR_UNSUPPORTED,
@@ -272,8 +279,7 @@ static void test_pretok(void)
 
 /* ---- tiny hand-built vocabularies ---- */
 
-static void test_tiny_bpe(void)
-{
+static void test_tiny_bpe(void) {
     /* The 256 byte-level characters, then merged tokens. */
     const char *tokens[300];
     char chars[256][4];
@@ -283,14 +289,16 @@ static void test_tiny_bpe(void)
         chars[b][l] = 0;
         tokens[n++] = chars[b];
     }
-    const char *extra[] = {"he", "ll", "hell", "hello", "\xc4\xa0w", "\xc4\xa0wo", "<|eot|>", "or",
-                           "\xc4\xa0wor"};
-    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++) tokens[n++] = extra[i];
+    const char *extra[] = {"he",         "ll",      "hell", "hello",      "\xc4\xa0w",
+                           "\xc4\xa0wo", "<|eot|>", "or",   "\xc4\xa0wor"};
+    for (size_t i = 0; i < sizeof extra / sizeof extra[0]; i++)
+        tokens[n++] = extra[i];
     /* Rank order: "l l" before "h e" shows rank, not position, decides. */
-    const char *merges[] = {"l l", "h e", "he ll", "hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w o",
-                            "\xc4\xa0wo r"};
+    const char *merges[] = {"l l",        "h e", "he ll",       "hell o",
+                            "\xc4\xa0 w", "o r", "\xc4\xa0w o", "\xc4\xa0wo r"};
     int32_t types[300];
-    for (size_t i = 0; i < n; i++) types[i] = 1;
+    for (size_t i = 0; i < n; i++)
+        types[i] = 1;
     types[262] = 3; /* <|eot|> is a control token */
     wk_tokenizer_spec spec;
     wk_tokenizer_spec_init(&spec);
@@ -312,7 +320,8 @@ static void test_tiny_bpe(void)
      * before "Ġw o" (6) can, so "Ġwo" and "Ġwor" never form. */
     int32_t want[] = {259, 260, 263, 'l', 'd', 262};
     CHECK_EQ_INT(k, 6);
-    for (size_t i = 0; i < 6 && i < k; i++) CHECK_EQ_INT(ids[i], want[i]);
+    for (size_t i = 0; i < 6 && i < k; i++)
+        CHECK_EQ_INT(ids[i], want[i]);
     /* Without parse_special the control token's text is plain text. */
     CHECK_OK(wk_tokenizer_encode(tok, "<|eot|>", 7, false, false, ids, 64, &k));
     CHECK(k == 7 && ids[0] == '<' && ids[1] == '|');
@@ -361,7 +370,10 @@ static void test_tiny_bpe(void)
     CHECK_OK(wk_detok_push(&s, 0xE6, chunk, sizeof chunk, &len));
     CHECK_EQ_INT(len, 0);
     CHECK_OK(wk_detok_push(&s, 'a', chunk, sizeof chunk, &len));
-    CHECK(len == 4 && memcmp(chunk, "\xef\xbf\xbd" "a", 4) == 0);
+    CHECK(len == 4 && memcmp(chunk,
+                             "\xef\xbf\xbd"
+                             "a",
+                             4) == 0);
     CHECK_OK(wk_detok_push(&s, 0xF0, chunk, sizeof chunk, &len));
     CHECK_EQ_INT(wk_detok_flush(&s, chunk), 3);
     CHECK_FAILS(wk_detok_push(&s, 259, chunk, 2, &len), WK_ERR_INVALID, "too small");
@@ -380,11 +392,21 @@ static void test_tiny_bpe(void)
     CHECK_FAILS(wk_tokenizer_build(&spec, &tok), WK_ERR_FORMAT, "0 tokens");
 }
 
-static void test_tiny_spm(void)
-{
+static void test_tiny_spm(void) {
     /* Scores decide: "bc" (-2) merges before "▁a" (-3), so "▁ab" (-1) never forms. */
-    const char *tokens[] = {"<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "b", "c", "bc",
-                            "\xe2\x96\x81" "a", "\xe2\x96\x81" "ab", "<0x21>"};
+    const char *tokens[] = {"<unk>",
+                            "<s>",
+                            "</s>",
+                            "\xe2\x96\x81",
+                            "a",
+                            "b",
+                            "c",
+                            "bc",
+                            "\xe2\x96\x81"
+                            "a",
+                            "\xe2\x96\x81"
+                            "ab",
+                            "<0x21>"};
     float scores[] = {0, 0, 0, -10, -10, -10, -10, -2, -3, -1, 0};
     int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6};
     wk_tokenizer_spec spec;
@@ -404,7 +426,8 @@ static void test_tiny_spm(void)
     /* BOS, ▁a, bc, <0x21> for '!', '?' has no byte token: unknown. */
     int32_t want[] = {1, 8, 7, 10, 0};
     CHECK_EQ_INT(k, 5);
-    for (size_t i = 0; i < 5 && i < k; i++) CHECK_EQ_INT(ids[i], want[i]);
+    for (size_t i = 0; i < 5 && i < k; i++)
+        CHECK_EQ_INT(ids[i], want[i]);
     char out[64];
     size_t len;
     CHECK_OK(wk_tokenizer_decode(tok, ids + 1, 3, true, out, sizeof out, &len));
@@ -414,8 +437,7 @@ static void test_tiny_spm(void)
 
 /* ---- the default model and the committed fixtures ---- */
 
-static void test_huge(const wk_tokenizer *tok)
-{
+static void test_huge(const wk_tokenizer *tok) {
     /* Long runs of one class: no quadratic blow-up (a few MB in well under a second). */
     size_t n = 1 << 20;
     char *text = malloc(n);
@@ -442,10 +464,18 @@ static void test_huge(const wk_tokenizer *tok)
 /* Random bytes (mostly invalid UTF-8, sequences past U+10FFFF, stray special
  * token pieces): encoding never fails, decoding gives back valid UTF-8 input
  * exactly (BPE without space tidying), streaming emits only valid UTF-8. */
-static void test_random_bytes(const wk_tokenizer *tok, unsigned seed, int rounds)
-{
-    static const char *const bits[] = {"<|im_start|>", "<|im_", "\xf5\x80\x80\x80", "\xed\xa0\x80",
-                                       "\xc0\x80", "\xe2\x96\x81", " ", "\n", "a", "1", "\xc3\xa9"};
+static void test_random_bytes(const wk_tokenizer *tok, unsigned seed, int rounds) {
+    static const char *const bits[] = {"<|im_start|>",
+                                       "<|im_",
+                                       "\xf5\x80\x80\x80",
+                                       "\xed\xa0\x80",
+                                       "\xc0\x80",
+                                       "\xe2\x96\x81",
+                                       " ",
+                                       "\n",
+                                       "a",
+                                       "1",
+                                       "\xc3\xa9"};
     unsigned char text[512];
     char out[4096];
     int32_t ids[1024];
@@ -481,14 +511,14 @@ static void test_random_bytes(const wk_tokenizer *tok, unsigned seed, int rounds
             if (text[i] < 0x80 && kb == 0) all_bytes = false;
         }
         if (tok->kind == WK_TOK_BPE && !tok->clean_spaces && valid_utf8(text, n) && all_bytes)
-            CHECK_MSG(len == n && memcmp(out, text, n) == 0 && ++round_trips, "round %d: round trip differs", r);
+            CHECK_MSG(len == n && memcmp(out, text, n) == 0 && ++round_trips,
+                      "round %d: round trip differs", r);
         check_stream(tok, ids, k, (unsigned char *)out, len);
     }
     fprintf(stderr, "random bytes: %d rounds, %d round trips checked\n", rounds, round_trips);
 }
 
-int main(void)
-{
+int main(void) {
     test_pretok();
     test_tiny_bpe();
     test_tiny_spm();
@@ -510,13 +540,16 @@ int main(void)
             CHECK(strcmp(wk_tokenizer_pre_name(tok), "smollm") == 0);
             CHECK(wk_tokenizer_chat_template(tok) != NULL);
             check_fixture(tok, "tests/fixtures/tokenizer/smollm2.txt", true, &stats);
-            fprintf(stderr, "smollm2: %d of %d cases match llama.cpp's ids, %d detokenizations "
-                    "match, %d round trips\n", stats.matched, stats.cases, stats.detok_matched,
-                    stats.round_trips);
+            fprintf(stderr,
+                    "smollm2: %d of %d cases match llama.cpp's ids, %d detokenizations "
+                    "match, %d round trips\n",
+                    stats.matched, stats.cases, stats.detok_matched, stats.round_trips);
             fixture_stats r = {0};
             check_fixture(tok, "tests/fixtures/tokenizer/smollm2-random.txt", true, &r);
-            fprintf(stderr, "smollm2 random: %d of %d cases match, %d detokenizations match, "
-                    "%d round trips\n", r.matched, r.cases, r.detok_matched, r.round_trips);
+            fprintf(stderr,
+                    "smollm2 random: %d of %d cases match, %d detokenizations match, "
+                    "%d round trips\n",
+                    r.matched, r.cases, r.detok_matched, r.round_trips);
             check_vocab_facts(tok, "tests/fixtures/tokenizer/smollm2-vocab.txt");
             test_huge(tok);
             test_random_bytes(tok, 7, 2000);
@@ -540,16 +573,18 @@ int main(void)
 
     char path[4096];
     wk_gguf *g = NULL;
-    CHECK_OK(wk_gguf_open(test_source_path("tests/fixtures/tokenizer/spm-tiny.gguf", path,
-                                           sizeof path), &g));
+    CHECK_OK(wk_gguf_open(
+        test_source_path("tests/fixtures/tokenizer/spm-tiny.gguf", path, sizeof path), &g));
     if (g) {
         wk_tokenizer *tok = NULL;
         CHECK_OK(wk_tokenizer_create(g, &tok));
         if (tok) {
             fixture_stats s = {0};
             check_fixture(tok, "tests/fixtures/tokenizer/spm-tiny.txt", true, &s);
-            fprintf(stderr, "spm-tiny: %d of %d cases match, %d detokenizations match, "
-                    "%d round trips\n", s.matched, s.cases, s.detok_matched, s.round_trips);
+            fprintf(stderr,
+                    "spm-tiny: %d of %d cases match, %d detokenizations match, "
+                    "%d round trips\n",
+                    s.matched, s.cases, s.detok_matched, s.round_trips);
             fixture_stats r = {0};
             check_fixture(tok, "tests/fixtures/tokenizer/spm-tiny-random.txt", true, &r);
             fprintf(stderr, "spm-tiny random: %d of %d cases match, %d detokenizations match\n",

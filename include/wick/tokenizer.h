@@ -93,8 +93,7 @@ wk_status wk_tokenizer_encode(const wk_tokenizer *tok, const char *text, size_t 
                               size_t *n);
 /* The same, into a malloc'd array the caller frees with free(). */
 wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *tok, const char *text, size_t len,
-                                    bool add_special, bool parse_special, int32_t **out,
-                                    size_t *n);
+                                    bool add_special, bool parse_special, int32_t **out, size_t *n);
 
 /* The bytes of one token, as llama.cpp's token_to_piece gives them: byte-level
  * characters mapped back to bytes (BPE), U+2581 turned into spaces and <0xNN>
@@ -173,8 +172,8 @@ wk_status wk_chat_apply(const char *tmpl, const char *bos_token, const char *eos
                         char **out);
 /* The same with the model's template and its BOS/EOS texts; WK_ERR_UNSUPPORTED
  * when the file has no tokenizer.chat_template. */
-wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs,
-                                  size_t n_msgs, bool add_generation_prompt, char **out);
+wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs, size_t n_msgs,
+                                  bool add_generation_prompt, char **out);
 
 #ifdef __cplusplus
 }
