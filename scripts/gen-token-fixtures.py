@@ -95,6 +95,9 @@ STRINGS = [s.encode() if isinstance(s, str) else s for s in [
     b"truncated caf\xc3",
     b"\x80\x80 stray continuation",
     b"overlong \xc0\xaf slash",
+    b"lone surrogate \xed\xa0\x80 here",
+    "last code point \U0010ffff and private \ue000",
+    "control\x14bytes\x04 without tokens",
 ]]
 
 

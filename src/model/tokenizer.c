@@ -310,11 +310,8 @@ static wk_status make_piece(wk_tokenizer *t, int32_t id, buf *b) {
     return WK_OK; /* unused and undefined tokens decode to nothing */
 }
 
-static int cmp_special(const void *pa, const void *pb, void *ctx) {
-    const wk_tokenizer *t = ctx;
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    uint32_t la = t->text[a].len, lb = t->text[b].len;
-    if (la != lb) return la > lb ? -1 : 1;
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return a < b ? -1 : a > b;
 }
 
@@ -467,7 +464,19 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out) 
     for (int32_t i = 0; i < nv; i++)
         if (t->attr[i] & (WK_ATTR_CONTROL | WK_ATTR_USER_DEFINED | WK_ATTR_UNKNOWN))
             t->special[t->n_special++] = i;
-    qsort_r(t->special, t->n_special, sizeof *t->special, cmp_special, t);
+    /* Keys (longer first, then lower id) sort as plain integers. */
+    uint64_t *keys = malloc((t->n_special ? t->n_special : 1) * sizeof *keys);
+    if (!keys) {
+        st = wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < t->n_special; i++)
+        keys[i] =
+            ((uint64_t)(UINT32_MAX - t->text[t->special[i]].len) << 32) | (uint32_t)t->special[i];
+    qsort(keys, t->n_special, sizeof *keys, cmp_u64);
+    for (size_t i = 0; i < t->n_special; i++)
+        t->special[i] = (int32_t)(keys[i] & UINT32_MAX);
+    free(keys);
 
     /* Pieces for decoding. */
     buf b = {0};
