@@ -57,7 +57,7 @@ wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out);
 void wk_tokenizer_free(wk_tokenizer *tok);
 
 /* Vocabulary facts. Ids that a file does not define are -1. */
-int32_t wk_tokenizer_n_vocab(const wk_tokenizer *tok);
+int64_t wk_tokenizer_n_vocab(const wk_tokenizer *tok);
 int32_t wk_tokenizer_bos(const wk_tokenizer *tok);
 int32_t wk_tokenizer_eos(const wk_tokenizer *tok);
 /* End of turn: tokenizer.ggml.eot_token_id, else the first of <|eot_id|>,
@@ -104,6 +104,10 @@ wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *tok, const char *text, s
  * WK_ERR_INVALID. */
 wk_status wk_tokenizer_piece(const wk_tokenizer *tok, int32_t id, bool render_special,
                              const char **bytes, size_t *len);
+/* The piece as generated text shows it: wk_tokenizer_piece without rendering
+ * control and unknown tokens (they give nothing). */
+wk_status wk_tokenizer_token_to_piece(const wk_tokenizer *tok, int32_t id, const char **piece,
+                                      size_t *len);
 /* The longest piece, in bytes. */
 size_t wk_tokenizer_max_piece(const wk_tokenizer *tok);
 

@@ -504,7 +504,7 @@ static bool id_ok(const wk_tokenizer *t, int32_t id) {
     return t && id >= 0 && id < t->n_vocab;
 }
 
-int32_t wk_tokenizer_n_vocab(const wk_tokenizer *t) {
+int64_t wk_tokenizer_n_vocab(const wk_tokenizer *t) {
     return t->n_vocab;
 }
 int32_t wk_tokenizer_bos(const wk_tokenizer *t) {
@@ -774,6 +774,11 @@ wk_status wk_tokenizer_piece(const wk_tokenizer *t, int32_t id, bool render_spec
     *bytes = wk_tok_str(t, t->piece[id]);
     *len = t->piece[id].len;
     return WK_OK;
+}
+
+wk_status wk_tokenizer_token_to_piece(const wk_tokenizer *t, int32_t id, const char **piece,
+                                      size_t *len) {
+    return wk_tokenizer_piece(t, id, false, piece, len);
 }
 
 /* llama.cpp's space tidying after detokenizing, for BPE models that ask. */
