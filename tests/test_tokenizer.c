@@ -271,6 +271,22 @@ static void check_split(wk_pretok kind, const char *text, const char *const *wan
     wk_lenvec_free(&scratch);
 }
 
+/* GPT-2's byte mapping: a bijection onto printable characters, in byte order. */
+static void test_byte_map(void) {
+    uint32_t next = 256;
+    int bad = 0;
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = wk_byte_to_cp((unsigned char)b);
+        bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        if (printable ? cp != (uint32_t)b : cp != next++) bad++;
+        if (wk_cp_to_byte(cp) != b) bad++;
+    }
+    CHECK_EQ_INT(next, 256 + 68);
+    CHECK_EQ_INT(bad, 0);
+    CHECK(wk_cp_to_byte(0xAD) == -1 && wk_cp_to_byte(256 + 68) == -1 && wk_cp_to_byte(0x20) == -1);
+    CHECK(wk_byte_to_cp(' ') == 0x120 && wk_byte_to_cp('\n') == 0x10A); /* Ġ and Ċ */
+}
+
 static void test_pretok(void) {
     check_split(WK_PRETOK_GPT2, "I'm  here 123 ok!?",
                 (const char *[]){"I", "'m", " ", " here", " 123", " ok", "!?", NULL});
@@ -526,6 +542,7 @@ static void test_random_bytes(const wk_tokenizer *tok, unsigned seed, int rounds
 }
 
 int main(void) {
+    test_byte_map();
     test_pretok();
     test_tiny_bpe();
     test_tiny_spm();

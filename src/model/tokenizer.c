@@ -203,6 +203,7 @@ static uint8_t attr_from_type(int32_t type) {
 }
 
 static bool text_in(const char *s, const char *const *list) {
+    if (s[0] != '<' && s[0] != '[' && s[0] != '_') return false; /* every name starts so */
     for (; *list; list++)
         if (strcmp(s, *list) == 0) return true;
     return false;

@@ -102,20 +102,17 @@ static bool byte_is_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
+/* The 68 others, in byte order: 0x00-0x20 (33), 0x7F-0xA0 (34), 0xAD. */
 uint32_t wk_byte_to_cp(unsigned char b) {
     if (byte_is_printable(b)) return b;
-    unsigned n = 0;
-    for (unsigned i = 0; i < b; i++)
-        n += !byte_is_printable(i);
-    return 256 + n;
+    if (b <= 0x20) return 256u + b;
+    if (b <= 0xA0) return 256u + 33 + (b - 0x7Fu);
+    return 256u + 67; /* 0xAD */
 }
 
 int wk_cp_to_byte(uint32_t cp) {
     if (cp < 256) return byte_is_printable(cp) ? (int)cp : -1;
-    if (cp >= 256 + 68) return -1;
-    unsigned n = cp - 256;
-    for (unsigned i = 0; i < 256; i++) {
-        if (!byte_is_printable(i) && n-- == 0) return (int)i;
-    }
-    return -1;
+    if (cp < 256 + 33) return (int)(cp - 256);
+    if (cp < 256 + 67) return (int)(0x7F + cp - 256 - 33);
+    return cp == 256 + 67 ? 0xAD : -1;
 }
