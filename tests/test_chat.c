@@ -122,6 +122,13 @@ int main(void) {
                               true, &out),
                 WK_ERR_UNSUPPORTED, "\"{% for m in messages %}{{ m }}{% endfor %}\"");
     CHECK(out == NULL);
+    /* Look-alikes that render differently are refused, naming their family. */
+    CHECK_FAILS(wk_chat_detect("{{ '<|im_start|>' + m['role'] + '<|im_sep|>' }}", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Phi-4 style is not supported");
+    CHECK_FAILS(wk_chat_detect("{{ bos_token }}{{ '[INST] ' + m['content'] + ' [/INST]' }}", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Mistral style");
+    CHECK_FAILS(wk_chat_detect("{{'<|user|>\n' + m['content'] + '<|end|>\n'}}<|assistant|>", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Phi-3 style");
     const char *llama2 = find_template(templates, n_templates, "llama2");
     wk_chat_msg bad[] = {{"user", "a"}, {"user", "b"}};
     if (llama2)

@@ -159,7 +159,11 @@ typedef enum wk_chat_style {
 } wk_chat_style;
 
 /* Recognise the style of a tokenizer.chat_template text; WK_ERR_UNSUPPORTED
- * naming the template's start for one wick does not know. */
+ * naming the template's start for one wick does not know, and for families
+ * that look alike but render differently (Phi-3, Phi-4, SmolVLM, Mistral's
+ * [INST] without <<SYS>>). Llama 3.1's templates render as Llama 3 (without
+ * the "Cutting Knowledge Date" system block they add), as llama.cpp's built-in
+ * llama3 template does. */
 wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out);
 const char *wk_chat_style_name(wk_chat_style style);
 

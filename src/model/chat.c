@@ -66,8 +66,30 @@ const char *wk_chat_style_name(wk_chat_style style) {
     return "unknown";
 }
 
+/* Markers of families that look like the four but render differently
+ * (Phi-4 and SmolVLM use <|im_start|>, Mistral uses [INST] without <<SYS>>,
+ * Phi-3 closes turns with <|end|>): refused rather than rendered wrongly. */
+static const char *lookalike(const char *tmpl) {
+    if (strstr(tmpl, "<|im_sep|>")) return "Phi-4";
+    if (strstr(tmpl, "<end_of_utterance>")) return "SmolVLM";
+    if (strstr(tmpl, "[INST]") && !strstr(tmpl, "<<SYS>>")) return "Mistral";
+    if (strstr(tmpl, "<|user|>") && strstr(tmpl, "<|end|>")) return "Phi-3";
+    return NULL;
+}
+
 wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out) {
     if (!tmpl) return wk_fail(WK_ERR_INVALID, "chat template: NULL template");
+    char head[61];
+    snprintf(head, sizeof head, "%s", tmpl);
+    for (char *c = head; *c; c++)
+        if (*c == '\n') *c = ' ';
+    const char *dots = strlen(tmpl) > 60 ? "..." : "";
+    const char *like = lookalike(tmpl);
+    if (like)
+        return wk_fail(WK_ERR_UNSUPPORTED,
+                       "chat template of the %s style is not supported (wick knows ChatML, "
+                       "Llama 2, Llama 3 and Zephyr styles): \"%s%s\"",
+                       like, head, dots);
     if (strstr(tmpl, "<|im_start|>")) {
         *out = WK_CHAT_CHATML;
     } else if (strstr(tmpl, "<|start_header_id|>") && strstr(tmpl, "<|end_header_id|>")) {
@@ -77,14 +99,10 @@ wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out) {
     } else if (strstr(tmpl, "<|user|>") && strstr(tmpl, "<|assistant|>")) {
         *out = WK_CHAT_ZEPHYR;
     } else {
-        char head[61];
-        snprintf(head, sizeof head, "%s", tmpl);
-        for (char *c = head; *c; c++)
-            if (*c == '\n') *c = ' ';
         return wk_fail(WK_ERR_UNSUPPORTED,
                        "chat template not recognised (wick knows ChatML, Llama 2, Llama 3 and "
                        "Zephyr styles): \"%s%s\"",
-                       head, strlen(tmpl) > 60 ? "..." : "");
+                       head, dots);
     }
     return WK_OK;
 }
