@@ -27,6 +27,19 @@
  *
  * A tokenizer is immutable after creation: every call below may run from
  * several threads at once.
+ *
+ * A chat prompt, as llama.cpp would feed it to the model:
+ *
+ *     wk_chat_msg msg = {"user", "What is Rust?"};
+ *     char *text;
+ *     int32_t *ids;
+ *     size_t n;
+ *     wk_tokenizer_chat_apply(tok, &msg, 1, true, &text);            // template + default system
+ *     wk_tokenizer_encode_alloc(tok, text, strlen(text), true, true, &ids, &n); // BOS if asked,
+ *     free(text);                                                   // <|im_start|> as one token
+ *
+ * and the reply, streamed: wk_detok_init once, then wk_detok_push for each
+ * generated id until wk_tokenizer_is_eog, then wk_detok_flush.
  */
 #ifndef WICK_TOKENIZER_H
 #define WICK_TOKENIZER_H
