@@ -376,8 +376,8 @@ def main():
         for pre in ("llama-bpe", "qwen2", "gpt-2", "default", "starcoder"):
             path = pre_variant(MODEL, pre, tmp)
             llm, v = vocab_of(path)
-            write_cases(os.path.join(OUT, "smollm2-pre-%s.txt" % pre), v, STRINGS,
-                        [(0, 1), (1, 0)])
+            write_cases(os.path.join(OUT, "smollm2-pre-%s.txt" % pre), v,
+                        STRINGS + random_strings(100, seed=len(pre)), [(0, 1), (1, 0)])
             del llm
 
     spm = os.path.join(OUT, "spm-tiny.gguf")
