@@ -53,6 +53,11 @@ static wk_status get_flag(const wk_gguf *g, const char *key, int *out)
 
 wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out)
 {
+    return wk_tokenizer_create_pre(g, NULL, out);
+}
+
+wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk_tokenizer **out)
+{
     *out = NULL;
     if (!g) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL GGUF handle");
     wk_tokenizer_spec spec;
@@ -63,6 +68,7 @@ wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out)
     wk_status st = wk_gguf_get_str(g, "tokenizer.ggml.model", &spec.model, NULL);
     if (st == WK_OK && has(g, "tokenizer.ggml.pre"))
         st = wk_gguf_get_str(g, "tokenizer.ggml.pre", &spec.pre, NULL);
+    if (pre_override) spec.pre = pre_override;
     uint64_t n = 0;
     if (st == WK_OK) st = get_array(g, "tokenizer.ggml.tokens", WK_GGUF_STRING, 1, &n);
     if (st == WK_OK) st = get_strings(g, "tokenizer.ggml.tokens", n, &tokens, &token_lens);

@@ -53,6 +53,8 @@ typedef struct wk_tokenizer_spec {
 /* The spec with every id absent and every flag defaulted. */
 void wk_tokenizer_spec_init(wk_tokenizer_spec *spec);
 wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out);
+/* wk_tokenizer_create with tokenizer.ggml.pre replaced (NULL: the file's). */
+wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk_tokenizer **out);
 
 struct wk_tokenizer {
     wk_tok_kind kind;
