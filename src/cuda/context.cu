@@ -1,0 +1,155 @@
+/* The CUDA context: stream, cuBLAS handle, scratch; memory and copies; timers. */
+#include <stdlib.h>
+
+#include "cuda/cuda_util.cuh"
+
+extern "C" bool wk_cuda_device_present(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();
+        return false;
+    }
+    return n > 0;
+}
+
+extern "C" wk_status wk_cuda_ctx_create(wk_cuda_ctx **out)
+{
+    *out = NULL;
+    if (!wk_cuda_device_present())
+        return wk_fail(WK_ERR_DEVICE, "no CUDA device is present (cudaGetDeviceCount found none)");
+    wk_cuda_ctx *c = (wk_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c) return wk_fail(WK_ERR_NOMEM, "CUDA context: out of host memory");
+    wk_status st = wk_cuda_err(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
+                               "cudaStreamCreate");
+    if (!st) st = wk_blas_err(cublasCreate(&c->blas), "cublasCreate");
+    if (!st) st = wk_blas_err(cublasSetStream(c->blas, c->stream), "cublasSetStream");
+    if (!st) st = wk_blas_err(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    if (st) {
+        wk_cuda_ctx_free(c);
+        return st;
+    }
+    *out = c;
+    return WK_OK;
+}
+
+extern "C" void wk_cuda_ctx_free(wk_cuda_ctx *c)
+{
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->scratch) cudaFree(c->scratch);
+    if (c->blas) cublasDestroy(c->blas);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+extern "C" void *wk_cuda_ctx_stream(wk_cuda_ctx *c) { return (void *)c->stream; }
+
+extern "C" wk_status wk_cuda_ctx_sync(wk_cuda_ctx *c)
+{
+    return wk_cuda_err(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize");
+}
+
+extern "C" wk_status wk_cuda_scratch_reserve(wk_cuda_ctx *c, size_t bytes)
+{
+    if (bytes <= c->scratch_bytes) return WK_OK;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(c->stream, &cs);
+    if (cs != cudaStreamCaptureStatusNone)
+        return wk_fail(WK_ERR_DEVICE, "CUDA scratch of %zu bytes needed while capturing a graph "
+                                      "(only %zu reserved)", bytes, c->scratch_bytes);
+    WK_CU(cudaStreamSynchronize(c->stream));
+    if (c->scratch) cudaFree(c->scratch);
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
+    size_t want = bytes + bytes / 4;
+    WK_CU(cudaMalloc(&c->scratch, want));
+    c->scratch_bytes = want;
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_malloc(size_t bytes, void **out)
+{
+    *out = NULL;
+    cudaError_t e = cudaMalloc(out, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return wk_fail(WK_ERR_NOMEM, "CUDA: cannot allocate %zu bytes of device memory: %s", bytes,
+                       cudaGetErrorString(e));
+    }
+    return WK_OK;
+}
+
+extern "C" void wk_cuda_free(void *p)
+{
+    if (p) cudaFree(p);
+}
+
+extern "C" wk_status wk_cuda_copy_h2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    WK_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream));
+    return wk_cuda_ctx_sync(c);
+}
+
+extern "C" wk_status wk_cuda_copy_d2h(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    WK_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    return wk_cuda_ctx_sync(c);
+}
+
+extern "C" wk_status wk_cuda_copy_d2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes)
+{
+    WK_CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream));
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_memset(wk_cuda_ctx *c, void *dst, int byte, size_t bytes)
+{
+    WK_CU(cudaMemsetAsync(dst, byte, bytes, c->stream));
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_check_launch(const char *what)
+{
+    cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess) return WK_OK;
+    return wk_fail(WK_ERR_DEVICE, "CUDA: launching %s: %s", what, cudaGetErrorString(e));
+}
+
+struct wk_cuda_timer {
+    cudaEvent_t a, b;
+};
+
+extern "C" wk_status wk_cuda_timer_create(wk_cuda_timer **out)
+{
+    wk_cuda_timer *t = (wk_cuda_timer *)calloc(1, sizeof *t);
+    if (!t) return wk_fail(WK_ERR_NOMEM, "CUDA timer: out of host memory");
+    if (cudaEventCreate(&t->a) != cudaSuccess || cudaEventCreate(&t->b) != cudaSuccess) {
+        free(t);
+        return wk_fail(WK_ERR_DEVICE, "CUDA: cudaEventCreate failed");
+    }
+    *out = t;
+    return WK_OK;
+}
+
+extern "C" void wk_cuda_timer_free(wk_cuda_timer *t)
+{
+    if (!t) return;
+    cudaEventDestroy(t->a);
+    cudaEventDestroy(t->b);
+    free(t);
+}
+
+extern "C" wk_status wk_cuda_timer_start(wk_cuda_ctx *c, wk_cuda_timer *t)
+{
+    WK_CU(cudaEventRecord(t->a, c->stream));
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_timer_stop(wk_cuda_ctx *c, wk_cuda_timer *t, float *ms)
+{
+    WK_CU(cudaEventRecord(t->b, c->stream));
+    WK_CU(cudaEventSynchronize(t->b));
+    WK_CU(cudaEventElapsedTime(ms, t->a, t->b));
+    return WK_OK;
+}
