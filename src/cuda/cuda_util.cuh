@@ -13,6 +13,8 @@ struct wk_cuda_ctx {
     cublasHandle_t blas;
     void *scratch;
     size_t scratch_bytes;
+    void *user; /* the model backend's state, released with user_free */
+    void (*user_free)(void *);
 };
 
 /* A failed CUDA call as a wick error naming the call and CUDA's message. */
