@@ -46,7 +46,7 @@ static FILE *open_fixture(const char *name, const char *magic)
 
 static int load_inputs(inputs *in)
 {
-    FILE *f = open_fixture("k_inputs.bin", "WKKI");
+    FILE *f = open_fixture("k_inputs.dat", "WKKI");
     if (!f) return 0;
     in->n_rows = (int)rd_u32(f);
     if (in->n_rows <= 0 || in->n_rows > MAX_ROWS) return fclose(f), 0;
@@ -205,12 +205,12 @@ static void check_q8_K_bsums(const inputs *in)
 int main(void)
 {
     static const struct { wk_type t; const char *file; double rmse; } types[] = {
-        {WK_TYPE_Q2_K, "k_q2_k.bin", 0.33},  {WK_TYPE_Q3_K, "k_q3_k.bin", 0.17},
-        {WK_TYPE_Q4_K, "k_q4_k.bin", 0.08},  {WK_TYPE_Q5_K, "k_q5_k.bin", 0.041},
-        {WK_TYPE_Q6_K, "k_q6_k.bin", 0.020}, {WK_TYPE_Q8_K, "k_q8_k.bin", 0.0078},
+        {WK_TYPE_Q2_K, "k_q2_k.dat", 0.33},  {WK_TYPE_Q3_K, "k_q3_k.dat", 0.17},
+        {WK_TYPE_Q4_K, "k_q4_k.dat", 0.08},  {WK_TYPE_Q5_K, "k_q5_k.dat", 0.041},
+        {WK_TYPE_Q6_K, "k_q6_k.dat", 0.020}, {WK_TYPE_Q8_K, "k_q8_k.dat", 0.0078},
     };
     inputs in = {0};
-    CHECK_MSG(load_inputs(&in), "fixture k_inputs.bin unreadable");
+    CHECK_MSG(load_inputs(&in), "fixture k_inputs.dat unreadable");
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         if (in.n_rows) check_against_ggml(&in, types[i].t, types[i].file);
         check_round_trip(types[i].t, types[i].rmse);

@@ -105,17 +105,35 @@ wk_status wk_gguf_writer_set_u64(wk_gguf_writer *w, const char *key, uint64_t v)
 wk_status wk_gguf_writer_set_f32(wk_gguf_writer *w, const char *key, float v);
 wk_status wk_gguf_writer_set_bool(wk_gguf_writer *w, const char *key, bool v);
 wk_status wk_gguf_writer_set_str(wk_gguf_writer *w, const char *key, const char *v);
+/* Any scalar type: value points to one element of that type (host order,
+ * which is little-endian on every machine wick runs on). */
+wk_status wk_gguf_writer_set_value(wk_gguf_writer *w, const char *key, wk_gguf_vtype type,
+                                   const void *value);
+/* Arrays of scalars: data holds n packed elements of elem_type. */
 wk_status wk_gguf_writer_set_arr(wk_gguf_writer *w, const char *key, wk_gguf_vtype elem_type,
                                  const void *data, uint64_t n);
 wk_status wk_gguf_writer_set_arr_str(wk_gguf_writer *w, const char *key,
                                      const char *const *strs, uint64_t n);
 /* Copy key i of an open file, whatever its type (nested arrays too). */
 wk_status wk_gguf_writer_copy_kv(wk_gguf_writer *w, const wk_gguf *g, int64_t i);
-/* Add a tensor; data (nbytes, checked against type and shape) is copied. */
+/* Sets general.alignment (a power of two up to 2^20); the file is written with
+ * it. Without it (set here, by set_u32 or by copy_kv) the alignment is 32 and
+ * no general.alignment key is written. */
+wk_status wk_gguf_writer_set_alignment(wk_gguf_writer *w, size_t alignment);
+/* Add a tensor; data (nbytes, checked against type and shape) is copied.
+ * ne[] is innermost first, as in wk_gguf_tensor. Tensor names must be unique. */
 wk_status wk_gguf_writer_add_tensor(wk_gguf_writer *w, const char *name, wk_type type, int n_dims,
                                     const int64_t *ne, const void *data, size_t nbytes);
-/* Write version 3 with general.alignment (default 32). */
+/* The same without the copy: data must stay valid until the file is written. */
+wk_status wk_gguf_writer_add_tensor_ref(wk_gguf_writer *w, const char *name, wk_type type,
+                                        int n_dims, const int64_t *ne, const void *data,
+                                        size_t nbytes);
+/* Write version 3: header, metadata in the order first set, tensor infos in the
+ * order added, then each tensor's data padded to the alignment. On failure the
+ * partial file is removed. */
 wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path);
+/* The same file into memory: *data (free() it) of *size bytes. */
+wk_status wk_gguf_writer_write_memory(wk_gguf_writer *w, void **data, size_t *size);
 
 #ifdef __cplusplus
 }

@@ -304,7 +304,7 @@ void wk_gguf_format_value(const wk_gguf *g, int64_t i, char *buf, size_t cap)
             }
             if (shown < kv->n) wk_put(&t, ", ...");
         }
-        wk_put(&t, "] (%" PRIu64 " %s)", kv->n, wk_gguf_vtype_name(kv->elem_type));
+        wk_put(&t, "] (%" PRIu64 " element%s)", kv->n, kv->n == 1 ? "" : "s");
         break;
     }
     case WK_GGUF_BOOL: wk_put(&t, "%s", kv->num.u ? "true" : "false"); break;

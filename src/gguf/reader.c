@@ -64,6 +64,11 @@ static wk_status wk_read_str_raw(wk_cursor *c, const char *part, const uint8_t *
 {
     wk_status st = wk_read_u64(c, part, len);
     if (st) return st;
+    if (*len > WK_GGUF_MAX_STRING)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: %s length %llu at offset %llu exceeds wick's limit of %llu bytes",
+                       c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8),
+                       (ull)WK_GGUF_MAX_STRING);
     if (*len > wk_left(c))
         return wk_fail(WK_ERR_FORMAT,
                        "%s: %s: %s length %llu at offset %llu exceeds the %llu bytes left in the "
@@ -156,6 +161,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
 {
     wk_status st = wk_read_u64(c, "array length", n);
     if (st) return st;
+    if (*n > WK_GGUF_MAX_ARRAY)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: array length %llu at offset %llu exceeds wick's limit of %llu "
+                       "elements",
+                       c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)WK_GGUF_MAX_ARRAY);
     size_t min = wk_min_elem_bytes(elem_type);
     if (*n > wk_left(c) / min)
         return wk_fail(WK_ERR_FORMAT,
@@ -171,10 +181,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
  * WK_GGUF_MAX_NESTING levels is refused. */
 static wk_status wk_skip_nested(wk_cursor *c, uint64_t n)
 {
+    /* up to WK_GGUF_MAX_NESTING frames of arrays, and one of strings on top */
     struct {
         uint32_t elem_type;
         uint64_t left;
-    } stack[WK_GGUF_MAX_NESTING];
+    } stack[WK_GGUF_MAX_NESTING + 1];
     int depth = 1;
     stack[0].elem_type = WK_GGUF_ARRAY;
     stack[0].left = n;
@@ -323,6 +334,12 @@ static wk_status wk_read_header(wk_cursor *c, wk_gguf *g, uint64_t *n_tensors, u
     }
     if ((st = wk_read_u64(c, "tensor count", n_tensors))) return st;
     if ((st = wk_read_u64(c, "metadata count", n_kv))) return st;
+    if (*n_kv > WK_GGUF_MAX_KV)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_kv %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_kv, (ull)WK_GGUF_MAX_KV);
+    if (*n_tensors > WK_GGUF_MAX_TENSORS)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_tensors %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_tensors, (ull)WK_GGUF_MAX_TENSORS);
     size_t rest = wk_left(c);
     if (*n_kv > rest / WK_GGUF_MIN_KV_BYTES)
         return wk_fail(WK_ERR_FORMAT,
@@ -446,13 +463,17 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
                        "size %lld",
                        g->path, t->name, (long long)t->ne[0], wk_type_name(t->type),
                        (long long)bs);
+    /* bytes = (ne[0] / block size) * block bytes * rows, each step checked */
+    size_t block_bytes = wk_type_block_bytes(t->type);
     size_t row_bytes;
-    if ((st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)))
-        return wk_fail_context(st, "%s: tensor '%s'", g->path, t->name);
-    if ((uint64_t)rows > SIZE_MAX / row_bytes)
-        return wk_fail(WK_ERR_FORMAT, "%s: tensor '%s': byte size overflows (%lld rows of %llu "
-                       "bytes)",
-                       g->path, t->name, (long long)rows, (ull)row_bytes);
+    if ((uint64_t)(t->ne[0] / bs) > SIZE_MAX / block_bytes ||
+        (st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)) ||
+        (uint64_t)rows > SIZE_MAX / row_bytes)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': byte size overflows (ne = %lld x %lld x %lld x %lld of "
+                       "%s)",
+                       g->path, t->name, (long long)t->ne[0], (long long)t->ne[1],
+                       (long long)t->ne[2], (long long)t->ne[3], wk_type_name(t->type));
     t->nbytes = row_bytes * (size_t)rows;
     if (t->offset % g->alignment != 0)
         return wk_fail(WK_ERR_FORMAT,

@@ -1,0 +1,61 @@
+/* Read bandwidth: every thread sums its slice of a large buffer (the sum is kept so the
+ * reads cannot be optimised away). The slices are contiguous, as the weight rows that
+ * a matmul's threads read. */
+#include "cpu/bandwidth.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/cpu_engine.h"
+
+typedef struct {
+    const uint64_t *buf;
+    size_t words;
+    uint64_t sums[256];
+} wk_bw_job;
+
+static void wk_bw_worker(void *arg, int ith, int nth)
+{
+    wk_bw_job *j = arg;
+    size_t per = j->words / (size_t)nth;
+    const uint64_t *p = j->buf + per * (size_t)ith;
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (size_t i = 0; i + 4 <= per; i += 4) {
+        a += p[i];
+        b ^= p[i + 1];
+        c += p[i + 2];
+        d ^= p[i + 3];
+    }
+    j->sums[ith % 256] = a + b + c + d;
+}
+
+static double wk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
+{
+    if (wk_engine_device(e) != WK_DEVICE_CPU) return -1.0;
+    if (!bytes) bytes = (size_t)512 << 20;
+    wk_bw_job j = {0};
+    void *buf = NULL;
+    if (posix_memalign(&buf, 64, bytes) != 0) return -1.0;
+    memset(buf, 1, bytes); /* touch every page before timing */
+    j.buf = buf;
+    j.words = bytes / 8;
+    wk_pool *pool = ((wk_cpu_engine *)e)->pool;
+    wk_pool_run(pool, wk_bw_worker, &j);
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = wk_now();
+        wk_pool_run(pool, wk_bw_worker, &j);
+        double gbps = (double)bytes / (wk_now() - t0) / 1e9;
+        if (gbps > best) best = gbps;
+    }
+    free(buf);
+    return best;
+}

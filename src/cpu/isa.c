@@ -1,0 +1,94 @@
+/* Choosing kernels at run time from what the processor reports. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "cpu/kernels.h"
+
+#if defined(WICK_HAVE_X86)
+void wk_avx2_f16_to_f32(const uint16_t *x, float *y, int64_t n);
+void wk_avx2_f32_to_f16(const float *x, uint16_t *y, int64_t n);
+#endif
+
+static wk_isa wk_detect_isa(void)
+{
+#if defined(WICK_HAVE_X86) && defined(__GNUC__)
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                __builtin_cpu_supports("f16c") && __builtin_cpu_supports("bmi2");
+    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vnni");
+    if (avx512) return WK_ISA_AVX512;
+    if (avx2) return WK_ISA_AVX2;
+#endif
+    return WK_ISA_SCALAR;
+}
+
+wk_isa wk_cpu_isa(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same value */
+    if (cached < 0) {
+        wk_isa isa = wk_detect_isa();
+        const char *env = getenv("WICK_CPU_ISA");
+        if (env && strcmp(env, "scalar") == 0) isa = WK_ISA_SCALAR;
+        else if (env && strcmp(env, "avx2") == 0 && isa > WK_ISA_AVX2) isa = WK_ISA_AVX2;
+        cached = (int)isa;
+    }
+    return (wk_isa)cached;
+}
+
+const char *wk_isa_name(wk_isa isa)
+{
+    switch (isa) {
+    case WK_ISA_AVX512: return "avx512";
+    case WK_ISA_AVX2: return "avx2";
+    default: return "scalar";
+    }
+}
+
+const wk_cpu_kernels *wk_cpu_kernels_for(wk_type t, wk_isa isa)
+{
+    const wk_cpu_kernels *scalar = wk_cpu_kernels_scalar(t);
+    const wk_cpu_kernels *k = NULL;
+#if defined(WICK_HAVE_X86)
+    if (isa >= WK_ISA_AVX512) k = wk_cpu_kernels_avx512(t);
+    if (!k && isa >= WK_ISA_AVX2) k = wk_cpu_kernels_avx2(t);
+#else
+    (void)isa;
+#endif
+    return k ? k : scalar;
+}
+
+void wk_cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n)
+{
+#if defined(WICK_HAVE_X86)
+    if (wk_cpu_isa() >= WK_ISA_AVX2) {
+        wk_avx2_f16_to_f32(x, y, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) y[i] = wk_half_to_float(x[i]);
+}
+
+void wk_cpu_f32_to_f16(const float *x, uint16_t *y, int64_t n)
+{
+#if defined(WICK_HAVE_X86)
+    if (wk_cpu_isa() >= WK_ISA_AVX2) {
+        wk_avx2_f32_to_f16(x, y, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) y[i] = wk_float_to_half(x[i]);
+}
+
+void wk_cpu_round_f16(const float *x, float *y, int64_t n)
+{
+    /* Through a small stack buffer: no allocation. */
+    uint16_t h[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        int64_t len = n - i < 256 ? n - i : 256;
+        wk_cpu_f32_to_f16(x + i, h, len);
+        wk_cpu_f16_to_f32(h, y + i, len);
+    }
+}

@@ -1,0 +1,48 @@
+/* Internal: the CPU kernels of one weight type, gathered in a table per instruction set.
+ *
+ * Every kernel computes a block of outputs y[r*ldy + c] for r < nr rows of x and c < nc
+ * rows of W (output columns). W rows are w_stride bytes apart, x rows x_stride bytes.
+ * A kernel tiles the block by its own row and column group; each output is computed by
+ * the same sequence of operations whatever nr and nc are, so results do not depend on
+ * how the work was split among threads. */
+#ifndef WICK_CPU_KERNELS_H
+#define WICK_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wick/common.h"
+
+typedef void (*wk_gemm_fn)(int64_t k, int64_t nr, int64_t nc, const void *w, size_t w_stride,
+                           const void *x, size_t x_stride, float *y, size_t ldy);
+/* One row of k f32 values into the weight type's vec-dot type. */
+typedef void (*wk_act_quantize_fn)(const float *x, void *y, int64_t k);
+
+typedef struct wk_cpu_kernels {
+    const char *isa;               /* "scalar", "avx2", "avx512" */
+    wk_act_quantize_fn quantize;   /* activations of the quantized form (NULL for dense types) */
+    wk_gemm_fn gemm_q;             /* quantized form: x rows in the vec-dot type */
+    wk_gemm_fn gemm_f32;           /* precise form / dense weights: x rows in f32 */
+} wk_cpu_kernels;
+
+typedef enum wk_isa { WK_ISA_SCALAR = 0, WK_ISA_AVX2, WK_ISA_AVX512 } wk_isa;
+
+/* The best instruction set this processor has (WICK_CPU_ISA=scalar|avx2|avx512 lowers it). */
+wk_isa wk_cpu_isa(void);
+const char *wk_isa_name(wk_isa isa);
+/* The kernels of weight type t for isa: the SIMD ones where they exist, else scalar.
+ * Never NULL for one of the 15 types. */
+const wk_cpu_kernels *wk_cpu_kernels_for(wk_type t, wk_isa isa);
+
+/* Per-isa tables (NULL entries: not provided by that isa). */
+const wk_cpu_kernels *wk_cpu_kernels_scalar(wk_type t);
+const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t);
+const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t);
+
+/* Row conversions used around the kernels (SIMD where the processor has it). */
+void wk_cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
+void wk_cpu_f32_to_f16(const float *x, uint16_t *y, int64_t n);
+/* Round through half precision: y = (float)(half)x. */
+void wk_cpu_round_f16(const float *x, float *y, int64_t n);
+
+#endif

@@ -1,0 +1,259 @@
+/* The CPU matmul driver: builds each form's weight once, then per call converts or
+ * quantizes the activations into scratch (rows split across threads), meets at a
+ * barrier, and computes output columns (column chunks claimed by the threads).
+ * Only columns are split, never the k sum, so results do not depend on the thread count. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cpu/cpu_engine.h"
+#include "cpu/repack.h"
+#include "quant/traits.h"
+
+#if defined(WICK_HAVE_OPENBLAS)
+#include <cblas.h>
+#endif
+
+#define WK_ROW_BLOCK 64      /* x rows kept hot in cache while a column chunk is done */
+#define WK_COL_ALIGN 16      /* chunk boundaries are multiples of this many columns */
+#define WK_CHUNK_BYTES (192u * 1024u) /* weight bytes of one chunk, for m > 1 */
+
+typedef struct wk_cpu_mm {
+    wk_type type;                /* type of the bytes the kernels read */
+    const wk_cpu_kernels *kern;  /* kernels of that type */
+    wk_gemm_fn gemm;             /* the form's kernel */
+    const void *w;               /* weight bytes (the tensor's or `dense`) */
+    size_t w_stride;             /* bytes per weight row */
+    void *dense;                 /* owned f32/f16 weight of the dense forms */
+    size_t dense_bytes;
+    wk_type act_type;            /* quantized form: the vec-dot type */
+    size_t act_row_bytes;
+    bool blas;                   /* f32 form through OpenBLAS */
+    bool round_f16;              /* f16 form: x goes through half precision */
+} wk_cpu_mm;
+
+static size_t wk_row_bytes_of(wk_type t, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    return (size_t)(k / tr->block_size) * tr->block_bytes;
+}
+
+/* ---- building ---------------------------------------------------------------------- */
+typedef struct {
+    const wk_qmatmul *mm;
+    void *dst;
+    wk_type to; /* F32 or F16 */
+} wk_dequant_job;
+
+static void wk_dequant_rows(void *arg, int ith, int nth)
+{
+    wk_dequant_job *j = arg;
+    const wk_qtensor *w = j->mm->w;
+    const wk_type_traits *tr = wk_traits(w->type);
+    int64_t n = j->mm->n, k = j->mm->k;
+    size_t rb = wk_row_bytes_of(w->type, k);
+    for (int64_t r = ith; r < n; r += nth) {
+        const char *src = (const char *)w->data + (size_t)r * rb;
+        if (j->to == WK_TYPE_F32) tr->to_f32(src, (float *)j->dst + r * k, k);
+        else tr->to_f16(src, (uint16_t *)j->dst + r * k, k);
+    }
+}
+
+/* Replace the weight by a dense copy of type `to`, dropping the original. */
+static wk_status wk_make_dense(wk_cpu_engine *ce, wk_qmatmul *mm, wk_cpu_mm *c, wk_type to)
+{
+    size_t elem = to == WK_TYPE_F32 ? 4 : 2;
+    if ((uint64_t)mm->n * (uint64_t)mm->k > SIZE_MAX / elem)
+        return wk_fail(WK_ERR_NOMEM, "qmatmul: dense weight [%lld, %lld] too large",
+                       (long long)mm->n, (long long)mm->k);
+    c->dense_bytes = (size_t)mm->n * (size_t)mm->k * elem;
+    c->dense = wk_host_alloc(c->dense_bytes);
+    if (!c->dense)
+        return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes for the %s weight",
+                       c->dense_bytes, to == WK_TYPE_F32 ? "f32" : "f16");
+    wk_dequant_job j = {mm, c->dense, to};
+    wk_pool_run(ce->pool, wk_dequant_rows, &j);
+    c->type = to;
+    c->w = c->dense;
+    c->w_stride = (size_t)mm->k * elem;
+    return WK_OK;
+}
+
+wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
+{
+    wk_cpu_engine *ce = (wk_cpu_engine *)e;
+    wk_cpu_mm *c = calloc(1, sizeof *c);
+    if (!c) return wk_fail(WK_ERR_NOMEM, "qmatmul: out of memory");
+    wk_type t = mm->w->type;
+    c->type = t;
+    c->w = mm->w->data;
+    c->w_stride = wk_row_bytes_of(t, mm->k);
+    wk_status st = WK_OK;
+    switch (mm->form) {
+    case WK_FORM_QUANTIZED:
+        c->act_type = wk_traits(t)->vec_dot_type;
+        c->act_row_bytes = wk_row_bytes_of(c->act_type, mm->k);
+        break;
+    case WK_FORM_PRECISE: break;
+    case WK_FORM_F32:
+        if (t != WK_TYPE_F32) st = wk_make_dense(ce, mm, c, WK_TYPE_F32);
+#if defined(WICK_HAVE_OPENBLAS)
+        c->blas = true;
+#endif
+        break;
+    case WK_FORM_F16:
+        if (t != WK_TYPE_F16) st = wk_make_dense(ce, mm, c, WK_TYPE_F16);
+        c->round_f16 = true;
+        break;
+    default: st = wk_fail(WK_ERR_INVALID, "qmatmul: form %d", (int)mm->form);
+    }
+    if (st) {
+        free(c);
+        return st;
+    }
+    c->kern = wk_cpu_kernels_for(c->type, ce->isa);
+    c->gemm = mm->form == WK_FORM_QUANTIZED ? c->kern->gemm_q : c->kern->gemm_f32;
+    if (c->dense) {
+        /* The dense copy replaces the original weight: one copy in memory. */
+        wk_qtensor_free(mm->w);
+        mm->w = NULL;
+        mm->nbytes = c->dense_bytes;
+    } else {
+        if (mm->form == WK_FORM_QUANTIZED) {
+            st = wk_cpu_repack(ce, mm->w, &c->gemm, &c->w_stride);
+            if (st) {
+                free(c);
+                return st;
+            }
+            c->w = mm->w->data;
+        }
+        mm->nbytes = mm->w->nbytes;
+    }
+    mm->impl = c;
+    return WK_OK;
+}
+
+void wk_cpu_qmatmul_free(wk_engine *e, wk_qmatmul *mm)
+{
+    (void)e;
+    wk_cpu_mm *c = mm->impl;
+    if (!c) return;
+    wk_host_free(c->dense, c->dense_bytes);
+    free(c);
+    mm->impl = NULL;
+}
+
+/* ---- running ----------------------------------------------------------------------- */
+typedef struct {
+    const wk_qmatmul *mm;
+    const wk_cpu_mm *c;
+    wk_pool *pool;
+    const void *x;
+    wk_type x_type;
+    int64_t m;
+    float *y;
+    float *xf;       /* f32 rows (converted / rounded), or NULL when x is used as is */
+    void *xq;        /* quantized rows, quantized form */
+    bool columns;    /* run the column phase (false: only prepare rows, BLAS does the rest) */
+    int64_t chunk;   /* columns per chunk */
+    atomic_llong next_chunk;
+} wk_fwd_job;
+
+static void wk_forward_worker(void *arg, int ith, int nth)
+{
+    wk_fwd_job *j = arg;
+    const wk_cpu_mm *c = j->c;
+    int64_t k = j->mm->k, n = j->mm->n, m = j->m;
+
+    /* Phase 1: rows of x into the form's input (each row by one thread). */
+    bool prep = j->xf || j->xq;
+    if (prep) {
+        for (int64_t r = ith; r < m; r += nth) {
+            const float *row;
+            if (j->x_type == WK_TYPE_F16) {
+                wk_cpu_f16_to_f32((const uint16_t *)j->x + r * k, j->xf + r * k, k);
+                row = j->xf + r * k;
+            } else {
+                row = (const float *)j->x + r * k;
+                if (c->round_f16) {
+                    wk_cpu_round_f16(row, j->xf + r * k, k);
+                    row = j->xf + r * k;
+                }
+            }
+            if (j->xq) c->kern->quantize(row, (char *)j->xq + (size_t)r * c->act_row_bytes, k);
+        }
+        if (!j->columns) return;
+        wk_pool_barrier(j->pool);
+    }
+
+    /* Phase 2: column chunks, each for all rows (row blocks kept in cache). */
+    const void *xin = j->xq ? j->xq : (j->xf ? (const void *)j->xf : j->x);
+    size_t x_stride = j->xq ? c->act_row_bytes : (size_t)k * sizeof(float);
+    int64_t n_chunks = (n + j->chunk - 1) / j->chunk;
+    for (;;) {
+        int64_t ci = atomic_fetch_add(&j->next_chunk, 1);
+        if (ci >= n_chunks) break;
+        int64_t c0 = ci * j->chunk;
+        int64_t nc = n - c0 < j->chunk ? n - c0 : j->chunk;
+        const char *w = (const char *)c->w + (size_t)c0 * c->w_stride;
+        for (int64_t r0 = 0; r0 < m; r0 += WK_ROW_BLOCK) {
+            int64_t nr = m - r0 < WK_ROW_BLOCK ? m - r0 : WK_ROW_BLOCK;
+            c->gemm(k, nr, nc, w, c->w_stride, (const char *)xin + (size_t)r0 * x_stride,
+                    x_stride, j->y + r0 * n + c0, (size_t)n);
+        }
+    }
+}
+
+wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk_type x_type,
+                                 int64_t m, float *y)
+{
+    wk_cpu_engine *ce = (wk_cpu_engine *)e;
+    const wk_cpu_mm *c = mm->impl;
+    int64_t k = mm->k, n = mm->n;
+    int nth = wk_pool_threads(ce->pool);
+
+    bool need_f32 = x_type == WK_TYPE_F16 || c->round_f16;
+    size_t f32_bytes = need_f32 ? (size_t)m * (size_t)k * sizeof(float) : 0;
+    f32_bytes = (f32_bytes + 63) & ~(size_t)63;
+    size_t q_bytes = c->act_row_bytes ? (size_t)m * c->act_row_bytes : 0;
+    char *scratch = NULL;
+    if (f32_bytes + q_bytes) {
+        scratch = wk_cpu_scratch(ce, f32_bytes + q_bytes);
+        if (!scratch)
+            return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes of scratch",
+                           f32_bytes + q_bytes);
+    }
+
+    wk_fwd_job j = {.mm = mm, .c = c, .pool = ce->pool, .x = x, .x_type = x_type, .m = m, .y = y};
+    j.xf = need_f32 ? (float *)scratch : NULL;
+    j.xq = q_bytes ? scratch + f32_bytes : NULL;
+    j.columns = !c->blas;
+    /* Chunks: a multiple of WK_COL_ALIGN; several per thread for balance; for many rows
+     * small enough that a chunk's weights stay in cache across the row blocks. */
+    int64_t chunk = n / ((int64_t)nth * 8);
+    if (m > 1) {
+        int64_t by_cache = (int64_t)(WK_CHUNK_BYTES / (c->w_stride ? c->w_stride : 1));
+        if (by_cache < chunk) chunk = by_cache;
+    }
+    chunk = (chunk + WK_COL_ALIGN - 1) / WK_COL_ALIGN * WK_COL_ALIGN;
+    if (chunk < WK_COL_ALIGN) chunk = WK_COL_ALIGN;
+    j.chunk = chunk;
+    atomic_init(&j.next_chunk, 0);
+
+    if (c->blas) {
+#if defined(WICK_HAVE_OPENBLAS)
+        if (j.xf) wk_pool_run(ce->pool, wk_forward_worker, &j);
+        const float *xin = j.xf ? j.xf : (const float *)x;
+        if (m == 1)
+            cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, 1.0f, c->w, (blasint)k,
+                        xin, 1, 0.0f, y, 1);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)n, (blasint)k,
+                        1.0f, xin, (blasint)k, c->w, (blasint)k, 0.0f, y, (blasint)n);
+#endif
+        return WK_OK;
+    }
+    wk_pool_run(ce->pool, wk_forward_worker, &j);
+    return WK_OK;
+}

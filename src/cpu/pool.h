@@ -1,0 +1,23 @@
+/* Internal: the CPU engine's persistent thread pool. The calling thread is worker 0;
+ * n-1 threads wait for work, spinning briefly and then sleeping. */
+#ifndef WICK_CPU_POOL_H
+#define WICK_CPU_POOL_H
+
+#include "wick/common.h"
+
+typedef struct wk_pool wk_pool;
+/* fn(ctx, ith, nth) runs once on each of the nth workers. */
+typedef void (*wk_pool_fn)(void *ctx, int ith, int nth);
+
+wk_status wk_pool_create(int n_threads, wk_pool **out);
+void wk_pool_free(wk_pool *p);
+int wk_pool_threads(const wk_pool *p);
+/* Run fn on every worker and return when all have finished. Not reentrant. */
+void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx);
+/* Inside fn: wait until every worker has reached this barrier. */
+void wk_pool_barrier(wk_pool *p);
+
+/* WICK_NUM_THREADS if set and positive, else the number of online cores. */
+int wk_default_threads(void);
+
+#endif
