@@ -32,6 +32,8 @@ extern "C" wk_status wk_cuda_ctx_create(wk_cuda_ctx **out)
     if (!st) st = wk_blas_err(cublasCreate(&c->blas), "cublasCreate");
     if (!st) st = wk_blas_err(cublasSetStream(c->blas, c->stream), "cublasSetStream");
     if (!st) st = wk_blas_err(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    if (!st) st = wk_cuda_err(cudaMalloc(&c->blas_ws, (size_t)32 << 20), "cudaMalloc (cuBLAS workspace)");
+    if (!st) st = wk_blas_err(cublasSetWorkspace(c->blas, c->blas_ws, (size_t)32 << 20), "cublasSetWorkspace");
     if (st) {
         wk_cuda_ctx_free(c);
         return st;
@@ -47,6 +49,7 @@ extern "C" void wk_cuda_ctx_free(wk_cuda_ctx *c)
     if (c->user && c->user_free) c->user_free(c->user);
     if (c->scratch) cudaFree(c->scratch);
     if (c->blas) cublasDestroy(c->blas);
+    if (c->blas_ws) cudaFree(c->blas_ws);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
