@@ -46,13 +46,9 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
         d->type = t;
         d->w = mm->w->data;
         mm->nbytes = mm->w->nbytes;
-    } else if (!dense_form && t == WK_TYPE_F16) {
-        /* k not a multiple of 16: cuBLAS on the weight as it is. */
-        d->path = WK_CUDA_MM_DENSE;
-        d->type = WK_TYPE_F16;
-        d->w = mm->w->data;
-        mm->nbytes = mm->w->nbytes;
     } else {
+        /* F16 weights whose k is no multiple of 16 take the exact f32 copy in the precise
+         * form (cuBLAS in f16 would round the activations). */
         wk_type dt = mm->form == WK_FORM_F16 ? WK_TYPE_F16 : WK_TYPE_F32;
         if (!dense_form && wk_type_is_quantized(t)) {
             free(d);

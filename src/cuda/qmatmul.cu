@@ -138,38 +138,51 @@ __global__ void __launch_bounds__(NW * 32) qmm_kernel(const uint8_t *__restrict_
 #pragma unroll
     for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
 
-    for (int b = warp; b < nblk; b += NW) {
-        const uint8_t *b0 = w0 + (size_t)b * T::BYTES;
-        const uint8_t *b1 = w1 + (size_t)b * T::BYTES;
+    /* U blocks per pass, their loads issued together; a pass past the end reads the last
+     * block again with weight 0 (no branch, so the loads can all be in flight). */
+    constexpr int U = T::S >= 8 ? 2 : 4;
+    for (int b0 = warp; b0 < nblk; b0 += NW * U) {
 #pragma unroll
-        for (int s = 0; s < T::S; s++) {
-            uint32_t a0, a1, a2, a3;
-            float sc0, sc1, ad0, ad1;
-            T::step(b0, s, t, a0, a2, sc0, ad0);
-            T::step(b1, s, t, a1, a3, sc1, ad1);
-            const int e = b * T::QK + SEG * s + 4 * t;
+        for (int u = 0; u < U; u++) {
+            const int bu = b0 + u * NW;
+            const int b = min(bu, nblk - 1);
+            const float live = bu < nblk ? 1.f : 0.f;
+            const uint8_t *b0p = w0 + (size_t)b * T::BYTES;
+            const uint8_t *b1p = w1 + (size_t)b * T::BYTES;
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                const size_t xr = (size_t)(m0 + mt * 8 + g) * k + e;
-                uint2 bh = *reinterpret_cast<const uint2 *>(p.hi + xr);
-                float tmp[4] = {0.f, 0.f, 0.f, 0.f};
-                mma16816(tmp, a0, a1, a2, a3, bh.x, bh.y);
-                if (SPLIT) {
-                    uint2 bl = *reinterpret_cast<const uint2 *>(p.lo + xr);
-                    mma16816(tmp, a0, a1, a2, a3, bl.x, bl.y);
-                }
-                acc[mt][0] = fmaf(sc0, tmp[0], acc[mt][0]);
-                acc[mt][1] = fmaf(sc0, tmp[1], acc[mt][1]);
-                acc[mt][2] = fmaf(sc1, tmp[2], acc[mt][2]);
-                acc[mt][3] = fmaf(sc1, tmp[3], acc[mt][3]);
-                if (T::ADD) {
-                    const int seg = b * (T::QK / SEG) + s;
-                    float xs0 = p.sums[(size_t)(m0 + mt * 8 + 2 * t) * nseg + seg];
-                    float xs1 = p.sums[(size_t)(m0 + mt * 8 + 2 * t + 1) * nseg + seg];
-                    acc[mt][0] = fmaf(ad0, xs0, acc[mt][0]);
-                    acc[mt][1] = fmaf(ad0, xs1, acc[mt][1]);
-                    acc[mt][2] = fmaf(ad1, xs0, acc[mt][2]);
-                    acc[mt][3] = fmaf(ad1, xs1, acc[mt][3]);
+            for (int s = 0; s < T::S; s++) {
+                uint32_t a0, a1, a2, a3;
+                float sc0, sc1, ad0, ad1;
+                T::step(b0p, s, t, a0, a2, sc0, ad0);
+                T::step(b1p, s, t, a1, a3, sc1, ad1);
+                sc0 *= live;
+                sc1 *= live;
+                const int e = b * T::QK + SEG * s + 4 * t;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    const size_t xr = (size_t)(m0 + mt * 8 + g) * k + e;
+                    uint2 bh = *reinterpret_cast<const uint2 *>(p.hi + xr);
+                    float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+                    mma16816(tmp, a0, a1, a2, a3, bh.x, bh.y);
+                    if (SPLIT) {
+                        uint2 bl = *reinterpret_cast<const uint2 *>(p.lo + xr);
+                        mma16816(tmp, a0, a1, a2, a3, bl.x, bl.y);
+                    }
+                    acc[mt][0] = fmaf(sc0, tmp[0], acc[mt][0]);
+                    acc[mt][1] = fmaf(sc0, tmp[1], acc[mt][1]);
+                    acc[mt][2] = fmaf(sc1, tmp[2], acc[mt][2]);
+                    acc[mt][3] = fmaf(sc1, tmp[3], acc[mt][3]);
+                    if (T::ADD) {
+                        ad0 *= live;
+                        ad1 *= live;
+                        const int seg = b * (T::QK / SEG) + s;
+                        float xs0 = p.sums[(size_t)(m0 + mt * 8 + 2 * t) * nseg + seg];
+                        float xs1 = p.sums[(size_t)(m0 + mt * 8 + 2 * t + 1) * nseg + seg];
+                        acc[mt][0] = fmaf(ad0, xs0, acc[mt][0]);
+                        acc[mt][1] = fmaf(ad0, xs1, acc[mt][1]);
+                        acc[mt][2] = fmaf(ad1, xs0, acc[mt][2]);
+                        acc[mt][3] = fmaf(ad1, xs1, acc[mt][3]);
+                    }
                 }
             }
         }
