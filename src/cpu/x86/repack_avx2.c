@@ -399,8 +399,9 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);                                \
             const uint8_t *scb = blk + 16;                                                         \
-            __m256i isum[R];                                                                       \
+            __m256i isum[R], scv[16];                                                              \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int g = 0; g < 16; g++) scv[g] = wk_dup_cols_s8(scb + 8 * g);                     \
             for (int p = 0; p < 4; p++) {                                                          \
                 const int sh = 4 * (p & 1);                                                        \
                 __m256i plo[R], phi[R];                                                            \
@@ -424,8 +425,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     }                                                                              \
                     if (s & 1) {                                                                   \
                         int g = s / 4; /* first or second 16 of the sub-block */                   \
-                        __m256i slo = wk_dup_cols_s8(scb + 8 * (2 * (2 * p) + g));                 \
-                        __m256i shi = wk_dup_cols_s8(scb + 8 * (2 * (2 * p + 1) + g));             \
+                        __m256i slo = scv[2 * (2 * p) + g], shi = scv[2 * (2 * p + 1) + g];        \
                         for (int r = 0; r < R; r++) {                                              \
                             isum[r] = _mm256_add_epi32(                                            \
                                 isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),          \
@@ -502,6 +502,34 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
             }                                                                                      \
             __m256i isum[R];                                                                       \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            if (R <= 2) {                                                                          \
+                /* Few rows: each load serves the 4 sub-blocks it holds (4 x R sums). */            \
+                for (int h = 0; h < 2; h++)                                                        \
+                    for (int half = 0; half < 2; half++) {                                         \
+                        __m256i p16[4][R];                                                         \
+                        for (int t = 0; t < 4; t++)                                                \
+                            for (int r = 0; r < R; r++) p16[t][r] = _mm256_setzero_si256();        \
+                        for (int s = 4 * half; s < 4 * half + 4; s++) {                            \
+                            __m256i v =                                                            \
+                                _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
+                            for (int t = 0; t < 4; t++) {                                          \
+                                __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);     \
+                                for (int r = 0; r < R; r++) {                                      \
+                                    const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs; \
+                                    p16[t][r] = _mm256_add_epi16(                                  \
+                                        p16[t][r],                                                 \
+                                        _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s))); \
+                                }                                                                  \
+                            }                                                                      \
+                        }                                                                          \
+                        for (int t = 0; t < 4; t++) {                                              \
+                            __m256i scv = wk_dup_cols(sc + 8 * (2 * (4 * h + t) + half));          \
+                            for (int r = 0; r < R; r++)                                            \
+                                isum[r] = _mm256_add_epi32(isum[r],                                \
+                                                           _mm256_madd_epi16(p16[t][r], scv));     \
+                        }                                                                          \
+                    }                                                                              \
+            } else                                                                                 \
             for (int j = 0; j < 8; j++) {                                                          \
                 const int h = j / 4, sh = 2 * (j % 4);                                             \
                 for (int half = 0; half < 2; half++) {                                             \
