@@ -388,6 +388,8 @@ static void test_tiny_bpe(void) {
     CHECK_OK(wk_tokenizer_encode(tok, NULL, 0, false, true, ids, 0, &k));
     CHECK_FAILS(wk_tokenizer_encode(tok, NULL, 3, false, true, ids, 64, &k), WK_ERR_INVALID,
                 "NULL text of 3 bytes");
+    CHECK_FAILS(wk_tokenizer_encode(tok, "x", WK_TOKENIZER_MAX_TEXT + 1, false, true, ids, 64, &k),
+                WK_ERR_INVALID, "text of 1073741825 bytes exceeds the limit of 1073741824");
 
     /* Streaming: "é" split across two byte tokens comes out whole, once. */
     wk_detok_stream s;

@@ -96,6 +96,9 @@ const char *wk_tokenizer_token_text(const wk_tokenizer *tok, int32_t id);
 /* tokenizer.chat_template, or NULL when the file has none. */
 const char *wk_tokenizer_chat_template(const wk_tokenizer *tok);
 
+/* The longest text encode takes, in bytes (1 GiB). */
+#define WK_TOKENIZER_MAX_TEXT ((size_t)1 << 30)
+
 /* Tokenize text[0..len). Writes at most cap ids to out and the count to *n.
  * When cap is too small, returns WK_ERR_INVALID with *n set to the count
  * needed (out then holds the first cap ids). add_special: BOS/EOS as the model
