@@ -123,7 +123,7 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
         }
         const char *piece;
         size_t piece_len;
-        st = wk_tokenizer_token_to_piece(m->tokenizer, token, &piece, &piece_len);
+        st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len);
         if (st != WK_OK) goto done;
         int stop = utf8_push(&text, piece, piece_len, token, cb, user);
         if (stop < 0) {

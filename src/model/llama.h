@@ -5,14 +5,6 @@
 #include "wick/model.h"
 #include "model/backend.h"
 
-/* The tokenizer calls the model makes (include/wick/tokenizer.h). */
-wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out);
-void wk_tokenizer_free(wk_tokenizer *t);
-int64_t wk_tokenizer_n_vocab(const wk_tokenizer *t);
-bool wk_tokenizer_is_eog(const wk_tokenizer *t, int32_t id);
-wk_status wk_tokenizer_token_to_piece(const wk_tokenizer *t, int32_t id, const char **piece,
-                                      size_t *len);
-
 /* One transformer block's weights. Norm weights are f32 in device memory. */
 typedef struct wk_llama_layer {
     float *attn_norm, *ffn_norm;
