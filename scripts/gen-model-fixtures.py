@@ -5,6 +5,8 @@ For each prompt, llama.cpp (through llama-cpp-python, same GGUF file) gives:
   ids      the prompt's token ids
   top      the 100 largest first-step logits, as [id, logit] pairs, and max
   greedy   the greedy continuation of 32 tokens (token ids)
+  gaps     at each greedy step, llama.cpp's margin between its first and second logit
+           (a small margin is a near-tie that rounding may turn either way)
 llama.cpp runs with an f32 KV cache and no flash attention, so that its attention is
 the same arithmetic as wick's (its default f16 cache rounds keys and values).
 
@@ -64,10 +66,12 @@ def main():
         llm.eval(ids)
         first = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
         order = np.argsort(-first, kind="stable")[:N_TOP]
-        greedy = []
+        greedy, gaps = [], []
         logits = first
         for _ in range(N_GREEDY):
             tok = int(np.argmax(logits))
+            two = np.partition(logits, -2)[-2:]
+            gaps.append(round(float(two[1] - two[0]), 4))
             greedy.append(tok)
             llm.eval([tok])
             logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
@@ -78,6 +82,7 @@ def main():
             "max": float(first.max()),
             "top": [[int(i), round(float(first[i]), 5)] for i in order],
             "greedy": greedy,
+            "gaps": gaps,
             "greedy_text": llm.detokenize(greedy).decode("utf-8", "replace"),
         })
         print(f"{text[:40]!r}: {len(ids)} ids, top {order[0]}, greedy {cases[-1]['greedy_text'][:50]!r}",
