@@ -95,7 +95,51 @@ STRINGS = [s.encode() if isinstance(s, str) else s for s in [
     b"truncated caf\xc3",
     b"\x80\x80 stray continuation",
     b"overlong \xc0\xaf slash",
+    b"lone surrogate \xed\xa0\x80 here",
+    "last code point \U0010ffff and private \ue000",
+    "control\x14bytes\x04 without tokens",
 ]]
+
+
+# Pieces that random strings are drawn from: every character class the
+# pre-tokenizers treat differently, and special tokens.
+RANDOM_POOL = [
+    "a", "Z", "hello", "World", "é", "ß", "Ω", "ж", "日本", "中", "한", "ק", "ع", "ह", "ก",
+    "0", "7", "42", "1234", "٣", "½", "Ⅻ", "²",
+    " ", "  ", "\t", "\n", "\r\n", "\n\n", "\u00a0", "\u3000", "\u2009",
+    "'", "'s", "'t", "'re", "'LL", "'D", "\"", ".", ",", "!", "?", "...", "-", "_", "+", "=",
+    "<", ">", "|", "$", "^", "~", "`", "(", ")", "[", "]", "{", "}", "#", "@", "&", "*", "/",
+    "\\", "😀", "👍🏽", "🇫🇷", "\u200d", "\u0301", "\ufe0f", "\x00", "\x7f",
+    "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|im_", "<repo_name>",
+]
+
+
+def random_strings(n, seed=1234):
+    import random
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        k = rng.randint(1, 24)
+        out.append("".join(rng.choice(RANDOM_POOL) for _ in range(k)).encode())
+    return out
+
+
+def write_vocab_facts(path, vocab):
+    n = llama_cpp.llama_vocab_n_tokens(vocab)
+    lines = [
+        "n_vocab %d" % n,
+        "bos %d" % llama_cpp.llama_vocab_bos(vocab),
+        "eos %d" % llama_cpp.llama_vocab_eos(vocab),
+        "eot %d" % llama_cpp.llama_vocab_eot(vocab),
+        "add_bos %d" % llama_cpp.llama_vocab_get_add_bos(vocab),
+        "add_eos %d" % llama_cpp.llama_vocab_get_add_eos(vocab),
+        "eog %s" % ",".join(str(i) for i in range(n) if llama_cpp.llama_vocab_is_eog(vocab, i)),
+        "control %s" % ",".join(str(i) for i in range(n)
+                                if llama_cpp.llama_vocab_is_control(vocab, i)),
+    ]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote %s" % os.path.relpath(path, ROOT))
 
 
 def vocab_of(path):
@@ -260,6 +304,8 @@ TEMPLATES = {
     "llama2": "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}",
     # HuggingFaceH4/zephyr-7b-beta
     "zephyr": "{% for message in messages %}\n{% if message['role'] == 'user' %}\n{{ '<|user|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'system' %}\n{{ '<|system|>\n' + message['content'] + eos_token }}\n{% elif message['role'] == 'assistant' %}\n{{ '<|assistant|>\n'  + message['content'] + eos_token }}\n{% endif %}\n{% if loop.last and add_generation_prompt %}\n{{ '<|assistant|>' }}\n{% endif %}\n{% endfor %}",
+    # Qwen2.5-style ChatML (default system prompt in an else branch; tools left out)
+    "qwen2": "{%- if messages[0]['role'] == 'system' %}\n    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n{%- else %}\n    {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}\n{%- endif %}\n{%- for message in messages %}\n    {%- if (message.role == \"user\") or (message.role == \"system\" and not loop.first) or (message.role == \"assistant\") %}\n        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- '<|im_start|>assistant\\n' }}\n{%- endif %}\n",
     # Plain ChatML (no default system prompt)
     "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
 }
@@ -320,6 +366,9 @@ def main():
     llm, vocab = vocab_of(MODEL)
     modes = [(0, 1), (0, 0), (1, 1)]
     write_cases(os.path.join(OUT, "smollm2.txt"), vocab, STRINGS, modes)
+    write_cases(os.path.join(OUT, "smollm2-random.txt"), vocab, random_strings(150),
+                [(0, 1), (0, 0)])
+    write_vocab_facts(os.path.join(OUT, "smollm2-vocab.txt"), vocab)
     smol_template = llm.metadata["tokenizer.chat_template"]
     del llm
 
@@ -327,8 +376,8 @@ def main():
         for pre in ("llama-bpe", "qwen2", "gpt-2", "default", "starcoder"):
             path = pre_variant(MODEL, pre, tmp)
             llm, v = vocab_of(path)
-            write_cases(os.path.join(OUT, "smollm2-pre-%s.txt" % pre), v, STRINGS,
-                        [(0, 1), (1, 0)])
+            write_cases(os.path.join(OUT, "smollm2-pre-%s.txt" % pre), v,
+                        STRINGS + random_strings(100, seed=len(pre)), [(0, 1), (1, 0)])
             del llm
 
     spm = os.path.join(OUT, "spm-tiny.gguf")
@@ -336,6 +385,9 @@ def main():
     llm, v = vocab_of(spm)
     spm_strings = STRINGS + [b"<tool>call<|turn|>next", b" <s> literal bos", b"\xe2\x96\x81 already"]
     write_cases(os.path.join(OUT, "spm-tiny.txt"), v, spm_strings, [(1, 1), (0, 0), (0, 1)])
+    write_cases(os.path.join(OUT, "spm-tiny-random.txt"), v, random_strings(100, seed=99),
+                [(1, 1)])
+    write_vocab_facts(os.path.join(OUT, "spm-tiny-vocab.txt"), v)
     del llm
 
     write_chat(os.path.join(OUT, "chat.txt"), smol_template)

@@ -5,8 +5,7 @@
 #include "check.h"
 #include "wick.h"
 
-static char *unhex(const char *h)
-{
+static char *unhex(const char *h) {
     size_t n = strcmp(h, "-") == 0 ? 0 : strlen(h) / 2;
     char *s = malloc(n + 1);
     for (size_t i = 0; i < n; i++) {
@@ -25,23 +24,22 @@ typedef struct named {
     char *text;
 } named;
 
-static const char *find_template(named *t, int n, const char *name)
-{
+static const char *find_template(named *t, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(t[i].name, name) == 0) return t[i].text;
     return NULL;
 }
 
-static void print_escaped(const char *s)
-{
+static void print_escaped(const char *s) {
     for (; *s; s++) {
-        if (*s == '\n') fputs("\\n", stderr);
-        else fputc(*s, stderr);
+        if (*s == '\n')
+            fputs("\\n", stderr);
+        else
+            fputc(*s, stderr);
     }
 }
 
-int main(void)
-{
+int main(void) {
     char path[4096];
     FILE *f = fopen(test_source_path("tests/fixtures/tokenizer/chat.txt", path, sizeof path), "r");
     CHECK_MSG(f != NULL, "cannot open %s", path);
@@ -90,28 +88,28 @@ int main(void)
         check_count++;
         free(got);
         free(want);
-        for (int i = 0; i < 2 * n; i++) free(owned[i]);
+        for (int i = 0; i < 2 * n; i++)
+            free(owned[i]);
     }
     fclose(f);
     free(line);
     fprintf(stderr, "chat: %d of %d renderings match the Jinja templates\n", matched, cases);
-    CHECK(cases >= 40);
+    CHECK(cases >= 50);
 
     /* Styles recognised from the templates' text. */
     static const struct {
         const char *name;
         wk_chat_style style;
     } styles[] = {{"smollm2", WK_CHAT_CHATML}, {"chatml", WK_CHAT_CHATML},
-                  {"llama2", WK_CHAT_LLAMA2},  {"llama3", WK_CHAT_LLAMA3},
-                  {"zephyr", WK_CHAT_ZEPHYR}};
+                  {"qwen2", WK_CHAT_CHATML},   {"llama2", WK_CHAT_LLAMA2},
+                  {"llama3", WK_CHAT_LLAMA3},  {"zephyr", WK_CHAT_ZEPHYR}};
     for (size_t i = 0; i < sizeof styles / sizeof styles[0]; i++) {
         const char *tmpl = find_template(templates, n_templates, styles[i].name);
         wk_chat_style s = 0;
         CHECK(tmpl != NULL);
         if (!tmpl) continue;
         CHECK_OK(wk_chat_detect(tmpl, &s));
-        CHECK_MSG(s == styles[i].style, "%s detected as %s", styles[i].name,
-                  wk_chat_style_name(s));
+        CHECK_MSG(s == styles[i].style, "%s detected as %s", styles[i].name, wk_chat_style_name(s));
     }
 
     /* Rejections. */
@@ -124,6 +122,13 @@ int main(void)
                               true, &out),
                 WK_ERR_UNSUPPORTED, "\"{% for m in messages %}{{ m }}{% endfor %}\"");
     CHECK(out == NULL);
+    /* Look-alikes that render differently are refused, naming their family. */
+    CHECK_FAILS(wk_chat_detect("{{ '<|im_start|>' + m['role'] + '<|im_sep|>' }}", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Phi-4 style is not supported");
+    CHECK_FAILS(wk_chat_detect("{{ bos_token }}{{ '[INST] ' + m['content'] + ' [/INST]' }}", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Mistral style");
+    CHECK_FAILS(wk_chat_detect("{{'<|user|>\n' + m['content'] + '<|end|>\n'}}<|assistant|>", &s),
+                WK_ERR_UNSUPPORTED, "chat template of the Phi-3 style");
     const char *llama2 = find_template(templates, n_templates, "llama2");
     wk_chat_msg bad[] = {{"user", "a"}, {"user", "b"}};
     if (llama2)
@@ -154,7 +159,8 @@ int main(void)
             CHECK(out && strcmp(out, want) == 0);
             int32_t *ids = NULL;
             size_t n = 0;
-            if (out) CHECK_OK(wk_tokenizer_encode_alloc(tok, out, strlen(out), true, true, &ids, &n));
+            if (out)
+                CHECK_OK(wk_tokenizer_encode_alloc(tok, out, strlen(out), true, true, &ids, &n));
             /* Starts with <|im_start|> (1), ends with "assistant" "\n". */
             CHECK(n > 10 && ids[0] == 1);
             free(ids);
@@ -163,6 +169,7 @@ int main(void)
         }
         wk_gguf_close(g);
     }
-    for (int i = 0; i < n_templates; i++) free(templates[i].text);
+    for (int i = 0; i < n_templates; i++)
+        free(templates[i].text);
     TEST_MAIN_END();
 }

@@ -81,7 +81,7 @@ static tb_buf assemble(const spec *s, marks *m)
     m->kv0_key = b.len;
     size_t klen = s->key0_len ? s->key0_len : strlen(s->key0);
     tb_u64(&b, klen);
-    tb_put(&b, s->key0, klen > 1000 ? strlen(s->key0) : klen); /* a huge length is a lie */
+    tb_put(&b, s->key0, klen > 200 ? strlen(s->key0) : klen); /* a huge length is a lie */
     tb_u32(&b, s->value0_type);
     m->kv0_value = b.len;
     tb_u64(&b, s->str_len ? s->str_len : 5);
@@ -181,6 +181,9 @@ static void m_v4(spec *s) { s->version = 4; }
 static void m_big_endian(spec *s) { s->version = 0x03000000; }
 static void m_big_endian_v2(spec *s) { s->version = 0x02000000; }
 static void m_n_kv(spec *s) { s->n_kv = 1ll << 40; }
+static void m_n_kv_1000(spec *s) { s->n_kv = 1000; }
+static void m_n_tensors_1000(spec *s) { s->n_tensors = 1000; }
+static void m_key_len_100000(spec *s) { s->key0_len = 100000; }
 static void m_n_kv_one_more(spec *s) { s->n_kv = 4; }
 static void m_n_tensors(spec *s) { s->n_tensors = 1ll << 40; }
 static void m_n_tensors_few_bytes(spec *s) { s->n_tensors = 10; }
@@ -226,6 +229,12 @@ static void m_bytes_overflow(spec *s)
 {
     s->t[1].ne[0] = 1ull << 62; /* 2^64 bytes of f32 */
 }
+static void m_bytes_overflow_rows(spec *s)
+{
+    s->t[1].n_dims = 2; /* 2^62 elements fit, their 2^64 bytes do not */
+    s->t[1].ne[0] = 1ull << 31;
+    s->t[1].ne[1] = 1ull << 31;
+}
 static void m_type4(spec *s) { s->t[0].type = 4; }
 static void m_type5(spec *s) { s->t[0].type = 5; }
 static void m_type31(spec *s) { s->t[0].type = 31; }
@@ -238,6 +247,8 @@ static void m_offset_outside(spec *s) { s->t[1].offset = 1u << 20; }
 static void m_offset_end(spec *s) { s->t[1].offset = 128; }
 static void m_offset_wrap(spec *s) { s->t[1].offset = UINT64_MAX - 31; }
 static void m_no_data(spec *s) { s->data_bytes = 0; }
+static void m_overlap(spec *s) { s->t[1].offset = 64; }
+static void m_same_offset(spec *s) { s->t[0].offset = 32, s->t[1].offset = 32; }
 
 static const bad_case cases[] = {
     /* header */
@@ -253,34 +264,46 @@ static const bad_case cases[] = {
     {"truncated header", m_none, CUT_HEADER, WK_ERR_FORMAT,
      "header: truncated: tensor count needs 8 bytes at offset 8, the file is 12 bytes"},
     /* counts */
-    {"n_kv beyond the file", m_n_kv, NO_CUT, WK_ERR_FORMAT, "header: n_kv 1099511627776 is more than the"},
+    {"n_kv beyond wick's limit", m_n_kv, NO_CUT, WK_ERR_FORMAT,
+     "header: n_kv 1099511627776 exceeds wick's limit of 1048576"},
+    {"n_kv beyond the file", m_n_kv_1000, NO_CUT, WK_ERR_FORMAT,
+     "header: n_kv 1000 is more than the 328 bytes after the header can hold (13 bytes or more "
+     "each)"},
     {"n_kv one more", m_n_kv_one_more, NO_CUT, WK_ERR_FORMAT,
      /* the tensor infos are read as a fourth key, "t0", a uint16; then the
       * bytes left of ne[0] and ne[1] make a name length of 2^49 */
-     "tensor #0: name length 562949953421312 at offset 162 exceeds the 182 bytes left"},
-    {"n_tensors beyond the file", m_n_tensors, NO_CUT, WK_ERR_FORMAT,
-     "header: n_tensors 1099511627776 is more than the"},
+     "tensor #0: name length 562949953421312 at offset 162 exceeds wick's limit of 67108864 "
+     "bytes"},
+    {"n_tensors beyond wick's limit", m_n_tensors, NO_CUT, WK_ERR_FORMAT,
+     "header: n_tensors 1099511627776 exceeds wick's limit of 1048576"},
+    {"n_tensors beyond the file", m_n_tensors_1000, NO_CUT, WK_ERR_FORMAT,
+     "header: n_tensors 1000 is more than the 328 bytes after the header can hold (32 bytes or "
+     "more each)"},
     {"n_tensors beyond the metadata", m_n_tensors_few_bytes, NO_CUT, WK_ERR_FORMAT,
      "header: n_tensors 10 is more than the"},
     /* keys and values */
     {"truncated key", m_long_key, CUT_KEY, WK_ERR_FORMAT,
      "key #0: name length 100 at offset 24 exceeds the 50 bytes left in the file"},
-    {"key length beyond the file", m_key_len, NO_CUT, WK_ERR_FORMAT,
-     "key #0: name length 1073741824 at offset 24 exceeds the"},
+    {"key length beyond wick's limit", m_key_len, NO_CUT, WK_ERR_FORMAT,
+     "key #0: name length 1073741824 at offset 24 exceeds wick's limit of 67108864 bytes"},
+    {"key length beyond the file", m_key_len_100000, NO_CUT, WK_ERR_FORMAT,
+     "key #0: name length 100000 at offset 24 exceeds the 320 bytes left in the file"},
     {"truncated value", m_one_kv, CUT_VALUE, WK_ERR_FORMAT,
      "key 'general.architecture': truncated: string needs 8 bytes at offset 56, the file is 60 "
      "bytes"},
     {"truncated string", m_one_kv, CUT_STRING, WK_ERR_FORMAT,
      "key 'general.architecture': string length 5 at offset 56 exceeds the 2 bytes left"},
-    {"string length beyond the file", m_str_len, NO_CUT, WK_ERR_FORMAT,
-     "key 'general.architecture': string length 4611686018427387904 at offset 56 exceeds"},
-    {"string length past the end", m_str_len_by_one, NO_CUT, WK_ERR_FORMAT,
+    {"string length beyond wick's limit", m_str_len, NO_CUT, WK_ERR_FORMAT,
+     "key 'general.architecture': string length 4611686018427387904 at offset 56 exceeds wick's "
+     "limit of 67108864 bytes"},
+    {"string length beyond the file", m_str_len_by_one, NO_CUT, WK_ERR_FORMAT,
      "key 'general.architecture': string length 1000000 at offset 56 exceeds the 288 bytes left"},
     {"truncated array", m_none, CUT_ARRAY, WK_ERR_FORMAT,
      "key 'test.arr': array length 3 at offset"},
-    {"array length beyond the file", m_arr_len, NO_CUT, WK_ERR_FORMAT,
-     "key 'test.arr': array length 4611686018427387904 at offset"},
-    {"array length past the end", m_arr_len_by_one, NO_CUT, WK_ERR_FORMAT,
+    {"array length beyond wick's limit", m_arr_len, NO_CUT, WK_ERR_FORMAT,
+     "key 'test.arr': array length 4611686018427387904 at offset 126 exceeds wick's limit of "
+     "16777216 elements"},
+    {"array length beyond the file", m_arr_len_by_one, NO_CUT, WK_ERR_FORMAT,
      "key 'test.arr': array length 1048576 at offset"},
     {"unknown value type", m_value_type, NO_CUT, WK_ERR_FORMAT,
      "key 'general.architecture': unknown value type 13 at offset 52"},
@@ -315,8 +338,11 @@ static const bad_case cases[] = {
      "tensor 't0': element count overflows (ne = 32 x 1099511627776 x 1099511627776 x 1)"},
     {"element count overflow (row)", m_product_row, NO_CUT, WK_ERR_FORMAT,
      "tensor 't0': element count overflows (ne = 1125899906842624 x 1048576 x 1 x 1)"},
-    {"byte size overflow", m_bytes_overflow, NO_CUT, WK_ERR_FORMAT,
-     "tensor 't1': byte size overflows (ne = 4611686018427387904 x 1 x 1 x 1 of f32)"},
+    {"row byte size overflow", m_bytes_overflow, NO_CUT, WK_ERR_FORMAT,
+     "tensor 't1': a row of ne[0] = 4611686018427387904 f32 elements overflows its byte size"},
+    {"byte size overflow", m_bytes_overflow_rows, NO_CUT, WK_ERR_FORMAT,
+     "tensor 't1': byte size overflows (2147483648 rows of 8589934592 bytes, ne = 2147483648 x "
+     "2147483648 x 1 x 1 of f32)"},
     {"type 4", m_type4, NO_CUT, WK_ERR_FORMAT, "tensor 't0': unknown or removed type id 4"},
     {"type 5", m_type5, NO_CUT, WK_ERR_FORMAT, "tensor 't0': unknown or removed type id 5"},
     {"type 31", m_type31, NO_CUT, WK_ERR_FORMAT, "tensor 't0': unknown or removed type id 31"},
@@ -341,6 +367,9 @@ static const bad_case cases[] = {
      "tensor 't1': data at offset 18446744073709551584, 32 bytes, lies outside"},
     {"truncated data", m_none, CUT_DATA, WK_ERR_FORMAT,
      "tensor 't1': data at offset 96, 32 bytes, lies outside the data section (118 bytes"},
+    {"overlapping tensors", m_overlap, NO_CUT, WK_ERR_FORMAT,
+     "tensors 't0' (offset 0, 68 bytes) and 't1' (offset 64) overlap"},
+    {"tensors at one offset", m_same_offset, NO_CUT, WK_ERR_FORMAT, "tensors 't0' (offset 32, 68 bytes) and 't1' (offset 32) overlap"},
     {"no data section", m_no_data, NO_CUT, WK_ERR_FORMAT,
      "tensor 't0': data at offset 0, 68 bytes, lies outside the data section (0 bytes"},
 };

@@ -79,6 +79,8 @@ static void fill_writer(wk_gguf_writer *w, const wk_gguf *nested)
     CHECK_OK(wk_gguf_writer_set_value(w, "t.i64", WK_GGUF_INT64, &i64));
     CHECK_OK(wk_gguf_writer_set_value(w, "t.f64", WK_GGUF_FLOAT64, &f64));
     CHECK_OK(wk_gguf_writer_set_str(w, "t.empty_str", ""));
+    CHECK_OK(wk_gguf_writer_set_str(w, "t.long", "line one\nline \"two\"\t\x01 and a long tail of text "
+                                                 "that goes on and on past the cut"));
     /* replacing a key keeps one entry, with the new value and type */
     CHECK_OK(wk_gguf_writer_set_u32(w, "t.replaced", 1));
     CHECK_OK(wk_gguf_writer_set_str(w, "t.replaced", "second"));
@@ -133,7 +135,7 @@ static void check_read_back(const wk_gguf *g, const tb_buf *nested, size_t align
     size_t len;
     CHECK_EQ_INT(wk_gguf_version(g), 3);
     CHECK_EQ_INT(wk_gguf_alignment(g), alignment);
-    CHECK_EQ_INT(wk_gguf_n_kv(g), 28 + (alignment != 32));
+    CHECK_EQ_INT(wk_gguf_n_kv(g), 29 + (alignment != 32));
     CHECK_OK(wk_gguf_get_u32(g, "t.u8", &u32));
     CHECK_EQ_INT(u32, 200);
     CHECK_EQ_INT(wk_gguf_kv_type(g, wk_gguf_find_key(g, "t.u8")), WK_GGUF_UINT8);
@@ -248,6 +250,39 @@ static void check_read_back(const wk_gguf *g, const tb_buf *nested, size_t align
     wk_gguf_format_value(g, wk_gguf_find_key(g, "test.nested"), text, sizeof text);
     CHECK_MSG(strcmp(text, "[...] (3 elements)") == 0, "%s", text);
     (void)nested;
+
+    /* rendering for `wick inspect` */
+    static const struct {
+        const char *key, *text;
+    } shown[] = {
+        {"t.u8", "200"},
+        {"t.i8", "-100"},
+        {"t.u64", "18000000000000000000"},
+        {"t.i64", "-5000000000"},
+        {"t.f32", "1.5"},
+        {"t.f64", "-0.3333333333333333"},
+        {"t.bool", "true"},
+        {"t.str", "\"hello, wick\""},
+        {"t.empty_str", "\"\""},
+        {"t.long", "\"line one\\nline \\\"two\\\"\\t\\x01 and a long tail of text that goes on and "
+                   "o\"... (78 bytes)"},
+        {"a.u32", "[1, 2, 3, 4, 5, 6, ...] (8 elements)"},
+        {"a.f32", "[0.25, -2, 1e+30] (3 elements)"},
+        {"a.f64", "[1e+300, -0] (2 elements)"},
+        {"a.bool", "[true, false, true, true] (4 elements)"},
+        {"a.i64", "[-9223372036854775808, 9223372036854775807] (2 elements)"},
+        {"a.empty", "[] (0 elements)"},
+        {"a.str", "[\"one\", \"\", \"three \xe2\x9c\x93\"] (3 elements)"},
+    };
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        wk_gguf_format_value(g, wk_gguf_find_key(g, shown[i].key), text, sizeof text);
+        CHECK_MSG(strcmp(text, shown[i].text) == 0, "%s: got '%s', want '%s'", shown[i].key, text,
+                  shown[i].text);
+    }
+    /* a small buffer is cut and marked */
+    char small[12];
+    wk_gguf_format_value(g, wk_gguf_find_key(g, "a.u32"), small, sizeof small);
+    CHECK_MSG(strcmp(small, "[1, 2, 3...") == 0, "%s", small);
 
     /* tensors: table, offsets aligned, bytes */
     CHECK_EQ_INT(wk_gguf_n_tensors(g), N_TENSORS);

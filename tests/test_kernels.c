@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#include "cpu/repack.h"
 #include "quant/traits.h"
 #include "wick/quant.h"
 
@@ -106,13 +107,72 @@ static void test_isa(wk_isa isa)
     }
 }
 
+/* Repacked layouts: the repacked kernel on rearranged rows equals the scalar kernel on
+ * the rows as in the file. */
+static void test_repacked(wk_isa isa)
+{
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        wk_type t = types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        CHECK_MSG(packed != NULL, "%s has no repacked kernel for %s", tr->name, wk_isa_name(isa));
+        if (!packed) continue;
+        const int64_t ks[] = {tr->block_size, 4 * tr->block_size};
+        for (int ki = 0; ki < 2; ki++) {
+            int64_t k = ks[ki];
+            size_t ws = 0, xs = 0;
+            CHECK_OK(wk_type_row_bytes(t, k, &ws));
+            CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
+            float *wf = malloc(sizeof(float) * 24 * k), *xf = malloc(sizeof(float) * MAXR * k);
+            char *w = malloc(ws * 24), *wp = malloc(ws * 24), *xq = malloc(xs * MAXR);
+            float *xd = malloc(sizeof(float) * MAXR * k);
+            for (int64_t i = 0; i < 24 * k; i++) wf[i] = rnd();
+            for (int64_t i = 0; i < MAXR * k; i++) xf[i] = rnd();
+            for (int c = 0; c < 24; c++) {
+                tr->from_f32(wf + c * k, w + c * ws, k);
+                tr->to_f32(w + c * ws, wf + c * k, k);
+            }
+            for (int g = 0; g < 3; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
+            for (int r = 0; r < MAXR; r++) {
+                wk_traits(tr->vec_dot_type)->from_f32(xf + r * k, xq + r * xs, k);
+                wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
+            }
+            const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
+            for (int64_t nr = 1; nr <= MAXR; nr++)
+                for (int64_t nc = 8; nc <= 16; nc += 8) {
+                    float ys[MAXR * MAXC], yr[MAXR * MAXC];
+                    packed(k, nr, nc, wp, ws, xq, xs, ys, MAXC);
+                    s->gemm_q(k, nr, nc, w, ws, xq, xs, yr, MAXC);
+                    for (int64_t r = 0; r < nr; r++)
+                        for (int64_t c = 0; c < nc; c++) {
+                            double mag = 0;
+                            for (int64_t i = 0; i < k; i++) mag += fabs((double)wf[c * k + i] * xd[r * k + i]);
+                            CHECK_MSG(fabs((double)ys[r * MAXC + c] - yr[r * MAXC + c]) <= 2e-6 * mag + 1e-6,
+                                      "repacked %s k=%lld %lldx%lld at (%lld,%lld): %.9g vs %.9g",
+                                      tr->name, (long long)k, (long long)nr, (long long)nc,
+                                      (long long)r, (long long)c, ys[r * MAXC + c], yr[r * MAXC + c]);
+                        }
+                }
+            free(wf), free(xf), free(w), free(wp), free(xq), free(xd);
+        }
+    }
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
     fprintf(stderr, "processor: %s\n", wk_isa_name(have));
-    if (have >= WK_ISA_AVX2) test_isa(WK_ISA_AVX2);
+    if (have >= WK_ISA_AVX2) {
+        test_isa(WK_ISA_AVX2);
+        test_repacked(WK_ISA_AVX2);
+    }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
-    if (have >= WK_ISA_AVX512) test_isa(WK_ISA_AVX512);
+    if (have >= WK_ISA_AVX512) {
+        test_isa(WK_ISA_AVX512);
+        test_repacked(WK_ISA_AVX512);
+    }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();
 }

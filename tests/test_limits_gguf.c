@@ -342,12 +342,12 @@ static void test_tensors(void)
     uint64_t wrap0[1] = {(uint64_t)1 << 62}, wrap32[1] = {((uint64_t)1 << 62) + 8};
     one_tensor(&b, 1, wrap0, 0, 0, 512);
     refuses(&b, WK_ERR_FORMAT,
-            "a row of ne[0] = 4611686018427387904 f32 elements overflows its byte size",
+            "byte size overflows (ne = 4611686018427387904 x 1 x 1 x 1 of f32)",
             "row bytes wrap to 0");
     hg_free(&b);
     one_tensor(&b, 1, wrap32, 0, 0, 512);
     refuses(&b, WK_ERR_FORMAT,
-            "a row of ne[0] = 4611686018427387912 f32 elements overflows its byte size",
+            "byte size overflows (ne = 4611686018427387912 x 1 x 1 x 1 of f32)",
             "row bytes wrap to 32");
     hg_free(&b);
     uint64_t wrapq[1] = {(uint64_t)1 << 62};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "cpu/kernels.h"
 #include "tensor/engine_impl.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
@@ -17,6 +18,12 @@ static float rnd(void)
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return (float)((rng_state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static bool wk_cpu_isa_has_repack(void)
+{
+    const char *off = getenv("WICK_NO_REPACK");
+    return wk_cpu_isa() >= WK_ISA_AVX2 && !(off && off[0] && strcmp(off, "0"));
 }
 
 static const wk_type all_types[] = {
@@ -172,6 +179,40 @@ static void test_dense_forms_memory(void)
     wk_engine_free(e);
 }
 
+/* Repacking rearranges the weight in place: memory in use does not grow, and the peak
+ * grows by at most one group of 8 rows (the temporary of the in-place rearrangement). */
+static void test_repack_memory(void)
+{
+    wk_engine *e = NULL;
+    CHECK_OK(wk_engine_create(WK_DEVICE_CPU, 2, &e));
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        int64_t n = 131, k = 1024, dims[2] = {n, k};
+        float *wf = malloc(sizeof(float) * n * k);
+        for (int64_t j = 0; j < n * k; j++) wf[j] = rnd();
+        wk_qtensor *w = NULL;
+        wk_qmatmul *mm = NULL;
+        CHECK_OK(wk_qtensor_quantize(types[i], 2, dims, wf, &w));
+        size_t nbytes = wk_qtensor_nbytes(w), row = nbytes / (size_t)n;
+        size_t before = wk_host_bytes_in_use();
+        wk_host_reset_peak();
+        CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
+        CHECK_EQ_INT(wk_host_bytes_in_use(), before);
+        CHECK_MSG(wk_host_bytes_peak() <= before + 8 * row, "%s: peak %zu > %zu + 8 rows of %zu",
+                  wk_type_name(types[i]), wk_host_bytes_peak(), before, row);
+        CHECK_EQ_INT(wk_qmatmul_nbytes(mm), nbytes);
+        if (wk_cpu_isa_has_repack()) {
+            CHECK_EQ_INT(w->layout, WK_LAYOUT_REPACKED);
+            /* A repacked tensor cannot be read back as GGUF blocks: a clear error. */
+            CHECK_FAILS(wk_qtensor_dequantize_f32(w, wf), WK_ERR_UNSUPPORTED, "repacked");
+        }
+        wk_qmatmul_free(mm);
+        free(wf);
+    }
+    wk_engine_free(e);
+}
+
 static void test_rejections(void)
 {
     wk_engine *e = NULL;
@@ -229,6 +270,7 @@ int main(void)
     test_forms_against_reference();
     test_threads_bitwise();
     test_dense_forms_memory();
+    test_repack_memory();
     test_rejections();
     test_form_policy();
     TEST_MAIN_END();

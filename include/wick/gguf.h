@@ -34,13 +34,26 @@ typedef struct wk_gguf_tensor {
     int64_t ne[4];
     uint64_t offset; /* from the start of the data section */
     size_t nbytes;
-    const void *data; /* inside the mapping */
+    const void *data; /* inside the mapping; aligned to the file's alignment when
+                       * opened with wk_gguf_open (the mapping starts on a page) */
 } wk_gguf_tensor;
 
 typedef struct wk_gguf wk_gguf;
 
 /* Map and validate a file. The mapping is private and writable, so callers may
- * rearrange tensor bytes in place without touching the file. */
+ * rearrange tensor bytes in place without touching the file (cast away the
+ * const of wk_gguf_tensor.data; no two tensors share bytes).
+ * Validation, before anything is used: magic; version 2 or 3 (big-endian files
+ * are named as such); counts, string and array lengths against wick's limits
+ * (2^20 keys, 2^20 tensors, 2^24 array elements, 64 MiB strings) and against
+ * the bytes left;
+ * known value types; bools 0 or 1; arrays nested at most 64 deep; unique,
+ * non-empty keys and tensor names; general.alignment an integer power of two
+ * up to 2^20; n_dims 1..4, each dim >= 1, no overflow of the element or byte
+ * count; a known tensor type; ne[0] a multiple of its block size; offsets
+ * aligned; data inside the file and not overlapping. Each failure is
+ * WK_ERR_FORMAT (WK_ERR_UNSUPPORTED for versions, WK_ERR_IO for the file
+ * itself) with a message naming the file, the key or tensor and the numbers. */
 wk_status wk_gguf_open(const char *path, wk_gguf **out);
 /* Parse and validate bytes already in memory (borrowed; must outlive the handle).
  * name is used in messages. */
@@ -59,6 +72,7 @@ const char *wk_gguf_vtype_name(wk_gguf_vtype t);
 /* Metadata: keys by index, or looked up by name (-1 when absent). */
 int64_t wk_gguf_n_kv(const wk_gguf *g);
 int64_t wk_gguf_find_key(const wk_gguf *g, const char *key);
+/* NULL, and (wk_gguf_vtype)-1, for an index out of range. */
 const char *wk_gguf_key(const wk_gguf *g, int64_t i);
 wk_gguf_vtype wk_gguf_kv_type(const wk_gguf *g, int64_t i);
 

@@ -27,6 +27,19 @@
  *
  * A tokenizer is immutable after creation: every call below may run from
  * several threads at once.
+ *
+ * A chat prompt, as llama.cpp would feed it to the model:
+ *
+ *     wk_chat_msg msg = {"user", "What is Rust?"};
+ *     char *text;
+ *     int32_t *ids;
+ *     size_t n;
+ *     wk_tokenizer_chat_apply(tok, &msg, 1, true, &text);            // template + default system
+ *     wk_tokenizer_encode_alloc(tok, text, strlen(text), true, true, &ids, &n); // BOS if asked,
+ *     free(text);                                                   // <|im_start|> as one token
+ *
+ * and the reply, streamed: wk_detok_init once, then wk_detok_push for each
+ * generated id until wk_tokenizer_is_eog, then wk_detok_flush.
  */
 #ifndef WICK_TOKENIZER_H
 #define WICK_TOKENIZER_H
@@ -57,7 +70,7 @@ wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out);
 void wk_tokenizer_free(wk_tokenizer *tok);
 
 /* Vocabulary facts. Ids that a file does not define are -1. */
-int32_t wk_tokenizer_n_vocab(const wk_tokenizer *tok);
+int64_t wk_tokenizer_n_vocab(const wk_tokenizer *tok);
 int32_t wk_tokenizer_bos(const wk_tokenizer *tok);
 int32_t wk_tokenizer_eos(const wk_tokenizer *tok);
 /* End of turn: tokenizer.ggml.eot_token_id, else the first of <|eot_id|>,
@@ -93,8 +106,7 @@ wk_status wk_tokenizer_encode(const wk_tokenizer *tok, const char *text, size_t 
                               size_t *n);
 /* The same, into a malloc'd array the caller frees with free(). */
 wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *tok, const char *text, size_t len,
-                                    bool add_special, bool parse_special, int32_t **out,
-                                    size_t *n);
+                                    bool add_special, bool parse_special, int32_t **out, size_t *n);
 
 /* The bytes of one token, as llama.cpp's token_to_piece gives them: byte-level
  * characters mapped back to bytes (BPE), U+2581 turned into spaces and <0xNN>
@@ -105,6 +117,10 @@ wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *tok, const char *text, s
  * WK_ERR_INVALID. */
 wk_status wk_tokenizer_piece(const wk_tokenizer *tok, int32_t id, bool render_special,
                              const char **bytes, size_t *len);
+/* The piece as generated text shows it: wk_tokenizer_piece without rendering
+ * control and unknown tokens (they give nothing). */
+wk_status wk_tokenizer_token_to_piece(const wk_tokenizer *tok, int32_t id, const char **piece,
+                                      size_t *len);
 /* The longest piece, in bytes. */
 size_t wk_tokenizer_max_piece(const wk_tokenizer *tok);
 
@@ -156,7 +172,11 @@ typedef enum wk_chat_style {
 } wk_chat_style;
 
 /* Recognise the style of a tokenizer.chat_template text; WK_ERR_UNSUPPORTED
- * naming the template's start for one wick does not know. */
+ * naming the template's start for one wick does not know, and for families
+ * that look alike but render differently (Phi-3, Phi-4, SmolVLM, Mistral's
+ * [INST] without <<SYS>>). Llama 3.1's templates render as Llama 3 (without
+ * the "Cutting Knowledge Date" system block they add), as llama.cpp's built-in
+ * llama3 template does. */
 wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out);
 const char *wk_chat_style_name(wk_chat_style style);
 
@@ -173,8 +193,8 @@ wk_status wk_chat_apply(const char *tmpl, const char *bos_token, const char *eos
                         char **out);
 /* The same with the model's template and its BOS/EOS texts; WK_ERR_UNSUPPORTED
  * when the file has no tokenizer.chat_template. */
-wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs,
-                                  size_t n_msgs, bool add_generation_prompt, char **out);
+wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs, size_t n_msgs,
+                                  bool add_generation_prompt, char **out);
 
 #ifdef __cplusplus
 }

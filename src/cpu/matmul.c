@@ -29,6 +29,8 @@ typedef struct wk_cpu_mm {
     size_t dense_bytes;
     wk_type act_type;            /* quantized form: the vec-dot type */
     size_t act_row_bytes;
+    wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
+    int64_t n_packed;            /* leading rows repacked (a multiple of 8) */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;
@@ -121,12 +123,11 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
         mm->nbytes = c->dense_bytes;
     } else {
         if (mm->form == WK_FORM_QUANTIZED) {
-            st = wk_cpu_repack(ce, mm->w, &c->gemm, &c->w_stride);
+            st = wk_cpu_repack(mm->w, ce->isa, &c->gemm_packed, &c->n_packed);
             if (st) {
                 free(c);
                 return st;
             }
-            c->w = mm->w->data;
         }
         mm->nbytes = mm->w->nbytes;
     }
@@ -196,11 +197,17 @@ static void wk_forward_worker(void *arg, int ith, int nth)
         if (ci >= n_chunks) break;
         int64_t c0 = ci * j->chunk;
         int64_t nc = n - c0 < j->chunk ? n - c0 : j->chunk;
+        /* Repacked leading rows (chunks start on a group boundary), then the rest. */
+        int64_t np = c->n_packed > c0 ? (c->n_packed - c0 < nc ? c->n_packed - c0 : nc) : 0;
         const char *w = (const char *)c->w + (size_t)c0 * c->w_stride;
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROW_BLOCK) {
             int64_t nr = m - r0 < WK_ROW_BLOCK ? m - r0 : WK_ROW_BLOCK;
-            c->gemm(k, nr, nc, w, c->w_stride, (const char *)xin + (size_t)r0 * x_stride,
-                    x_stride, j->y + r0 * n + c0, (size_t)n);
+            const char *xr = (const char *)xin + (size_t)r0 * x_stride;
+            float *yr = j->y + r0 * n + c0;
+            if (np) c->gemm_packed(k, nr, np, w, c->w_stride, xr, x_stride, yr, (size_t)n);
+            if (nc > np)
+                c->gemm(k, nr, nc - np, w + (size_t)np * c->w_stride, c->w_stride, xr, x_stride,
+                        yr + np, (size_t)n);
         }
     }
 }

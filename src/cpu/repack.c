@@ -1,8 +1,197 @@
-/* Repacked weight layouts (none yet: every type runs its row-major kernels). */
+/* Repacking weight rows into the interleaved layouts described in repack.h. */
 #include "cpu/repack.h"
 
-wk_status wk_cpu_repack(wk_cpu_engine *ce, wk_qtensor *w, wk_gemm_fn *gemm, size_t *w_stride)
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "quant/blocks.h"
+#include "quant/kquants_internal.h"
+#include "quant/traits.h"
+
+#if defined(WICK_HAVE_X86)
+wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
+wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
+#endif
+
+wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa)
 {
-    (void)ce, (void)w, (void)gemm, (void)w_stride;
+#if defined(WICK_HAVE_X86)
+    wk_gemm_fn g = isa >= WK_ISA_AVX512 ? wk_avx512_repacked_gemm(t) : NULL;
+    if (g) return g;
+    if (isa >= WK_ISA_AVX2) return wk_avx2_repacked_gemm(t);
+#else
+    (void)t, (void)isa;
+#endif
+    return NULL;
+}
+
+/* Column c's 4 bytes of step s go to 32*s + 4*c: the same for every format. */
+static void wk_interleave_qs(uint8_t *dst, const uint8_t *const src[8], int steps)
+{
+    for (int s = 0; s < steps; s++)
+        for (int c = 0; c < 8; c++) memcpy(dst + 32 * s + 4 * c, src[c] + 4 * s, 4);
+}
+
+/* Scales and mins of Q4_K (64 values each, index j*8 + c) in 48 bytes:
+ * A[t] = low 4 bits of v[t] | low 4 bits of v[t+32] << 4 (t < 32);
+ * B[t] = high 2 bits of v[t], v[t+16], v[t+32], v[t+48] at bits 0, 2, 4, 6 (t < 16). */
+static void wk_k4x8_encode(const uint8_t v[64], uint8_t *out)
+{
+    for (int t = 0; t < 32; t++) out[t] = (uint8_t)((v[t] & 15) | ((v[t + 32] & 15) << 4));
+    for (int t = 0; t < 16; t++)
+        out[32 + t] = (uint8_t)((v[t] >> 4) | ((v[t + 16] >> 4) << 2) | ((v[t + 32] >> 4) << 4) |
+                                ((v[t + 48] >> 4) << 6));
+}
+
+/* Q5_0/Q5_1: the fifth bits as eight 32-bit masks, mask 2*s + h holding for column c
+ * and i < 4 the bit of element 4*s + i (h = 0) or 16 + 4*s + i (h = 1) at bit 4*c + i. */
+static void wk_q5x8_masks(uint8_t *out, const uint8_t *const qh[8])
+{
+    for (int s = 0; s < 4; s++)
+        for (int h = 0; h < 2; h++) {
+            uint32_t mask = 0;
+            for (int c = 0; c < 8; c++) {
+                uint32_t bits;
+                memcpy(&bits, qh[c], 4);
+                for (int i = 0; i < 4; i++)
+                    mask |= ((bits >> (16 * h + 4 * s + i)) & 1u) << (4 * c + i);
+            }
+            memcpy(out + 4 * (2 * s + h), &mask, 4);
+        }
+}
+
+static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
+{
+    int8_t q[8][WK_QK_K];
+    for (int c = 0; c < 8; c++) {
+        const wk_block_q6_K *x = (const wk_block_q6_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        for (int g = 0; g < 16; g++) out[16 + 8 * g + c] = (uint8_t)x->scales[g];
+        wk_q6_K_unpack(x, q[c]);
+    }
+    uint8_t *lo = out + 144, *hb = out + 1168;
+    for (int p = 0; p < 4; p++)
+        for (int s = 0; s < 8; s++)
+            for (int c = 0; c < 8; c++)
+                for (int i = 0; i < 4; i++) {
+                    int a = q[c][64 * p + 4 * s + i] + 32, b = q[c][64 * p + 32 + 4 * s + i] + 32;
+                    lo[256 * p + 32 * s + 4 * c + i] = (uint8_t)((a & 15) | ((b & 15) << 4));
+                }
+    for (int h = 0; h < 2; h++)
+        for (int s = 0; s < 8; s++)
+            for (int c = 0; c < 8; c++)
+                for (int i = 0; i < 4; i++) {
+                    int v = 0;
+                    for (int t = 0; t < 4; t++) v |= ((q[c][32 * (4 * h + t) + 4 * s + i] + 32) >> 4) << (2 * t);
+                    hb[256 * h + 32 * s + 4 * c + i] = (uint8_t)v;
+                }
+}
+
+void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
+    int64_t nb = k / tr->block_size;
+    uint8_t *out = dst;
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk[8];
+        for (int c = 0; c < 8; c++)
+            blk[c] = (const uint8_t *)src + (size_t)c * row_bytes + (size_t)b * tr->block_bytes;
+        const uint8_t *qs[8], *qh[8];
+        switch (t) {
+        case WK_TYPE_Q8_0:
+        case WK_TYPE_Q4_0:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2); /* d */
+                qs[c] = blk[c] + 2;
+            }
+            wk_interleave_qs(out + 16, qs, t == WK_TYPE_Q8_0 ? 8 : 4);
+            break;
+        case WK_TYPE_Q4_1:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);          /* d */
+                memcpy(out + 16 + 2 * c, blk[c] + 2, 2); /* m */
+                qs[c] = blk[c] + 4;
+            }
+            wk_interleave_qs(out + 32, qs, 4);
+            break;
+        case WK_TYPE_Q5_0:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);
+                qh[c] = blk[c] + 2;
+                qs[c] = blk[c] + 6;
+            }
+            wk_q5x8_masks(out + 16, qh);
+            wk_interleave_qs(out + 48, qs, 4);
+            break;
+        case WK_TYPE_Q5_1:
+            for (int c = 0; c < 8; c++) {
+                memcpy(out + 2 * c, blk[c], 2);
+                memcpy(out + 16 + 2 * c, blk[c] + 2, 2);
+                qh[c] = blk[c] + 4;
+                qs[c] = blk[c] + 8;
+            }
+            wk_q5x8_masks(out + 32, qh);
+            wk_interleave_qs(out + 64, qs, 4);
+            break;
+        case WK_TYPE_Q4_K: {
+            uint8_t sc[64], mn[64];
+            for (int c = 0; c < 8; c++) {
+                const wk_block_q4_K *x = (const wk_block_q4_K *)blk[c];
+                memcpy(out + 2 * c, &x->d, 2);
+                memcpy(out + 16 + 2 * c, &x->dmin, 2);
+                for (int j = 0; j < 8; j++) wk_k4_scale_min(x->scales, j, &sc[j * 8 + c], &mn[j * 8 + c]);
+            }
+            wk_k4x8_encode(sc, out + 32);
+            wk_k4x8_encode(mn, out + 80);
+            for (int p = 0; p < 4; p++) {
+                for (int c = 0; c < 8; c++) qs[c] = ((const wk_block_q4_K *)blk[c])->qs + 32 * p;
+                wk_interleave_qs(out + 128 + 256 * p, qs, 8);
+            }
+            break;
+        }
+        case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
+        case WK_TYPE_Q2_K:
+            for (int c = 0; c < 8; c++) {
+                const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
+                memcpy(out + 2 * c, &x->d, 2);
+                memcpy(out + 16 + 2 * c, &x->dmin, 2);
+                for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
+                qs[c] = x->qs;
+            }
+            wk_interleave_qs(out + 160, qs, 16);
+            break;
+        default: break;
+        }
+        out += 8 * tr->block_bytes;
+    }
+}
+
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_packed)
+{
+    *gemm = NULL;
+    *n_packed = 0;
+    const char *off = getenv("WICK_NO_REPACK");
+    if (off && off[0] && strcmp(off, "0") != 0) return WK_OK;
+    wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
+    int64_t n = w->dims[0], k = w->dims[1];
+    int64_t groups = n / WK_REPACK_COLS;
+    if (!g || groups == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    const wk_type_traits *tr = wk_traits(w->type);
+    size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
+    size_t group_bytes = row_bytes * WK_REPACK_COLS;
+    /* One group's worth of temporary memory, whatever the size of the weight. */
+    uint8_t *tmp = wk_host_alloc(group_bytes);
+    if (!tmp) return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", group_bytes);
+    uint8_t *base = w->data;
+    for (int64_t gi = 0; gi < groups; gi++) {
+        memcpy(tmp, base + (size_t)gi * group_bytes, group_bytes);
+        wk_cpu_repack_group(w->type, tmp, base + (size_t)gi * group_bytes, k);
+    }
+    wk_host_free(tmp, group_bytes);
+    w->layout = WK_LAYOUT_REPACKED;
+    *gemm = g;
+    *n_packed = groups * WK_REPACK_COLS;
     return WK_OK;
 }

@@ -1,12 +1,45 @@
-/* Internal: interleaved ("repacked") weight layouts for the CPU's quantized form. */
+/* Internal: interleaved ("repacked") weight layouts for the CPU's quantized form.
+ *
+ * Eight weight rows (output columns) are interleaved block by block, so that one 32-byte
+ * load holds four consecutive weights of each of the 8 columns and one broadcast of four
+ * activation bytes feeds all of them: integer products for 8 outputs per instruction,
+ * each weight block used for several activation rows. A group of 8 rows takes exactly
+ * the bytes of the 8 rows it replaces, so repacking is done in place: no second copy.
+ * Rows beyond the last full group of 8 keep the file's layout.
+ *
+ * Layouts, per block index b of a group (c = column 0..7 within the group):
+ *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
+ *   Q4_0x8 (144 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 4
+ *   Q4_1x8 (160 bytes): d[8], m[8] (f16); qs at 32 as Q4_0x8
+ *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as 8 masks (wk_q5x8_masks); qs at 48 as Q4_0x8
+ *   Q5_1x8 (192 bytes): d[8], m[8]; masks at 32; qs at 64
+ *   Q6_Kx8 (1680 bytes): d[8]; scales[16][8] at 16; at 144 the low nibbles, byte
+ *     256*p + 32*s + 4*c + i = element 64p+4s+i (low) and 64p+32+4s+i (high) of column c;
+ *     at 1168 the top 2 bits, byte 256*h + 32*s + 4*c + i holding those of element
+ *     32*(4h+t) + 4s + i at bit 2t (t < 4); values stored +32 (0..63)
+ *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; qs at 160 + 32*s + 4*c + i
+ *     = column c's qs[4*s + i], s < 16 (each byte holds 4 codes, as in the file)
+ *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
+ *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
+ *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */
 #ifndef WICK_CPU_REPACK_H
 #define WICK_CPU_REPACK_H
 
 #include "cpu/cpu_engine.h"
 
-/* If the weight's type has a repacked layout for this processor, rearrange w's bytes in
- * place (w->layout becomes WK_LAYOUT_REPACKED; no second copy is kept) and replace *gemm
- * and *w_stride by the repacked kernel and its stride. Otherwise leave everything as is. */
-wk_status wk_cpu_repack(wk_cpu_engine *ce, wk_qtensor *w, wk_gemm_fn *gemm, size_t *w_stride);
+#define WK_REPACK_COLS 8
+
+/* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of 8 and
+ * w the start of a group. NULL when the type has none. */
+wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
+
+/* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
+ * becomes WK_LAYOUT_REPACKED) and return the kernel and the number of leading rows
+ * repacked (a multiple of 8); otherwise *gemm = NULL and *n_packed = 0. WICK_NO_REPACK
+ * (set, not "0") turns repacking off. */
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_packed);
+
+/* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst. */
+void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k);
 
 #endif

@@ -18,6 +18,13 @@ extern "C" wk_status wk_cuda_ctx_create(wk_cuda_ctx **out)
     *out = NULL;
     if (!wk_cuda_device_present())
         return wk_fail(WK_ERR_DEVICE, "no CUDA device is present (cudaGetDeviceCount found none)");
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (major < 8)
+        return wk_fail(WK_ERR_DEVICE, "the CUDA device has compute capability %d.%d; wick's kernels "
+                                      "need 8.0 or newer (tensor-core mma.m16n8k16)", major, minor);
     wk_cuda_ctx *c = (wk_cuda_ctx *)calloc(1, sizeof *c);
     if (!c) return wk_fail(WK_ERR_NOMEM, "CUDA context: out of host memory");
     wk_status st = wk_cuda_err(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking),
@@ -25,6 +32,8 @@ extern "C" wk_status wk_cuda_ctx_create(wk_cuda_ctx **out)
     if (!st) st = wk_blas_err(cublasCreate(&c->blas), "cublasCreate");
     if (!st) st = wk_blas_err(cublasSetStream(c->blas, c->stream), "cublasSetStream");
     if (!st) st = wk_blas_err(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    if (!st) st = wk_cuda_err(cudaMalloc(&c->blas_ws, (size_t)32 << 20), "cudaMalloc (cuBLAS workspace)");
+    if (!st) st = wk_blas_err(cublasSetWorkspace(c->blas, c->blas_ws, (size_t)32 << 20), "cublasSetWorkspace");
     if (st) {
         wk_cuda_ctx_free(c);
         return st;
@@ -37,8 +46,10 @@ extern "C" void wk_cuda_ctx_free(wk_cuda_ctx *c)
 {
     if (!c) return;
     if (c->stream) cudaStreamSynchronize(c->stream);
+    if (c->user && c->user_free) c->user_free(c->user);
     if (c->scratch) cudaFree(c->scratch);
     if (c->blas) cublasDestroy(c->blas);
+    if (c->blas_ws) cudaFree(c->blas_ws);
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
 }
@@ -152,4 +163,64 @@ extern "C" wk_status wk_cuda_timer_stop(wk_cuda_ctx *c, wk_cuda_timer *t, float 
     WK_CU(cudaEventSynchronize(t->b));
     WK_CU(cudaEventElapsedTime(ms, t->a, t->b));
     return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_copy_sync(void *dst, const void *src, size_t bytes, bool to_device)
+{
+    WK_CU(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    return WK_OK;
+}
+
+extern "C" void **wk_cuda_ctx_user(wk_cuda_ctx *c, void (*user_free)(void *))
+{
+    c->user_free = user_free;
+    return &c->user;
+}
+
+/* ---- graphs -------------------------------------------------------------------- */
+__global__ void set_pos_kernel(int64_t *d, int64_t v) { *d = v; }
+
+extern "C" wk_status wk_cuda_set_pos(wk_cuda_ctx *c, int64_t *dpos, int64_t value)
+{
+    set_pos_kernel<<<1, 1, 0, c->stream>>>(dpos, value);
+    return wk_cuda_check_launch("set_pos");
+}
+
+extern "C" wk_status wk_cuda_capture_begin(wk_cuda_ctx *c)
+{
+    WK_CU(cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeThreadLocal));
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_capture_end(wk_cuda_ctx *c, void **exec_out)
+{
+    *exec_out = NULL;
+    cudaGraph_t g = NULL;
+    WK_CU(cudaStreamEndCapture(c->stream, &g));
+    cudaGraphExec_t ex = NULL;
+    cudaError_t e = cudaGraphInstantiate(&ex, g, 0);
+    cudaGraphDestroy(g);
+    WK_CU(e);
+    *exec_out = (void *)ex;
+    return WK_OK;
+}
+
+/* After a failed capture: end it and drop what was recorded. */
+extern "C" void wk_cuda_capture_abort(wk_cuda_ctx *c)
+{
+    cudaGraph_t g = NULL;
+    cudaStreamEndCapture(c->stream, &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+}
+
+extern "C" wk_status wk_cuda_graph_launch(wk_cuda_ctx *c, void *exec)
+{
+    WK_CU(cudaGraphLaunch((cudaGraphExec_t)exec, c->stream));
+    return WK_OK;
+}
+
+extern "C" void wk_cuda_graph_free(void *exec)
+{
+    if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }

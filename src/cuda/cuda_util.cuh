@@ -5,7 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+extern "C" {
 #include "core/error.h"
+}
 #include "cuda/kernels.h"
 
 struct wk_cuda_ctx {
@@ -13,6 +15,9 @@ struct wk_cuda_ctx {
     cublasHandle_t blas;
     void *scratch;
     size_t scratch_bytes;
+    void *blas_ws; /* cuBLAS workspace, so cuBLAS allocates nothing inside a graph */
+    void *user; /* the model backend's state, released with user_free */
+    void (*user_free)(void *);
 };
 
 /* A failed CUDA call as a wick error naming the call and CUDA's message. */

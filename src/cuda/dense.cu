@@ -100,6 +100,67 @@ wk_status dequant_any(wk_cuda_ctx *c, wk_type t, const void *w, int64_t nelem, v
     return wk_fail(WK_ERR_UNSUPPORTED, "CUDA dequantize: unknown weight type id %d", (int)t);
 }
 
+/* Embedding rows: one thread per (row, block, step, quad) of the picked table rows. */
+template <class T>
+__global__ void embed_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t dim,
+                             wk_dptr idsd, int rows, wk_dptr xd, const int64_t *dpos)
+{
+    const int32_t *ids = (const int32_t *)((char *)idsd.base + (dpos ? *dpos * idsd.stride : 0));
+    float *x = (float *)((char *)xd.base + (dpos ? *dpos * xd.stride : 0));
+    int64_t per_row = dim / T::QK * T::S * 4;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= per_row * rows) return;
+    int r = (int)(i / per_row);
+    int64_t j = i % per_row;
+    int t = (int)(j & 3);
+    int s = (int)((j >> 2) % T::S);
+    int64_t b = (j >> 2) / T::S;
+    uint32_t h01, h23;
+    float scale, add;
+    T::step(w + (size_t)ids[r] * row_bytes + b * T::BYTES, s, t, h01, h23, scale, add);
+    float2 q01 = __half22float2(*reinterpret_cast<__half2 *>(&h01));
+    float2 q23 = __half22float2(*reinterpret_cast<__half2 *>(&h23));
+    float *o = x + (int64_t)r * dim + b * T::QK + 16 * s + 4 * t;
+    o[0] = __fadd_rn(__fmul_rn(scale, q01.x), add);
+    o[1] = __fadd_rn(__fmul_rn(scale, q01.y), add);
+    o[2] = __fadd_rn(__fmul_rn(scale, q23.x), add);
+    o[3] = __fadd_rn(__fmul_rn(scale, q23.y), add);
+}
+
+template <typename IT>
+__global__ void embed_dense_kernel(const IT *__restrict__ w, int64_t dim, wk_dptr idsd, int rows,
+                                   wk_dptr xd, const int64_t *dpos)
+{
+    const int32_t *ids = (const int32_t *)((char *)idsd.base + (dpos ? *dpos * idsd.stride : 0));
+    float *x = (float *)((char *)xd.base + (dpos ? *dpos * xd.stride : 0));
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= dim * rows) return;
+    int r = (int)(i / dim);
+    int64_t d = i % dim;
+    x[i] = elem_f<IT>(w + (size_t)ids[r] * dim, d);
+}
+
+template <class T>
+wk_status embed_launch(wk_cuda_ctx *c, const void *w, int64_t dim, wk_dptr ids, int64_t rows,
+                       wk_dptr x, const int64_t *dpos)
+{
+    size_t row_bytes = (size_t)(dim / T::QK) * T::BYTES;
+    int64_t threads = dim / T::QK * T::S * 4 * rows;
+    embed_kernel<T><<<(unsigned)((threads + 255) / 256), 256, 0, c->stream>>>(
+        (const uint8_t *)w, row_bytes, dim, ids, (int)rows, x, dpos);
+    return wk_cuda_check_launch("the embedding kernel");
+}
+
+template <typename IT>
+wk_status embed_dense_launch(wk_cuda_ctx *c, const void *w, int64_t dim, wk_dptr ids, int64_t rows,
+                             wk_dptr x, const int64_t *dpos)
+{
+    int64_t threads = dim * rows;
+    embed_dense_kernel<IT><<<(unsigned)((threads + 255) / 256), 256, 0, c->stream>>>(
+        (const IT *)w, dim, ids, (int)rows, x, dpos);
+    return wk_cuda_check_launch("the embedding kernel");
+}
+
 __global__ void read_kernel(const uint4 *__restrict__ p, size_t n, float *sink)
 {
     uint32_t acc = 0;
@@ -174,4 +235,33 @@ extern "C" wk_status wk_cuda_read_kernel(wk_cuda_ctx *c, const void *buf, size_t
 {
     read_kernel<<<132 * 16, 512, 0, c->stream>>>((const uint4 *)buf, bytes / 16, sink);
     return wk_cuda_check_launch("the read-bandwidth kernel");
+}
+
+extern "C" wk_status wk_cuda_embed_rows(wk_cuda_ctx *c, wk_type t, const void *w, int64_t dim,
+                                        wk_dptr ids, int64_t rows, wk_dptr x, const int64_t *dpos)
+{
+    if (rows <= 0) return WK_OK;
+    const wk_type_traits *tr = wk_traits(t);
+    if (!tr || dim % tr->block_size != 0)
+        return wk_fail(WK_ERR_INVALID, "CUDA embedding: rows of %lld are not whole %s blocks",
+                       (long long)dim, tr ? tr->name : "(unknown type)");
+    switch (t) {
+    case WK_TYPE_Q4_0: return embed_launch<wkq::q4_0>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q4_1: return embed_launch<wkq::q4_1>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q5_0: return embed_launch<wkq::q5_0>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q5_1: return embed_launch<wkq::q5_1>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q8_0: return embed_launch<wkq::q8_0>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q8_1: return embed_launch<wkq::q8_1>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q2_K: return embed_launch<wkq::q2_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q3_K: return embed_launch<wkq::q3_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q4_K: return embed_launch<wkq::q4_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q5_K: return embed_launch<wkq::q5_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q6_K: return embed_launch<wkq::q6_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_Q8_K: return embed_launch<wkq::q8_K>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_F32: return embed_dense_launch<float>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_F16: return embed_dense_launch<__half>(c, w, dim, ids, rows, x, dpos);
+    case WK_TYPE_BF16: return embed_dense_launch<__nv_bfloat16>(c, w, dim, ids, rows, x, dpos);
+    default: break;
+    }
+    return wk_fail(WK_ERR_UNSUPPORTED, "CUDA embedding: type %s", tr->name);
 }

@@ -10,6 +10,15 @@
 extern "C" {
 #endif
 
+/* A device address that may move with the position of a decode step: the address used
+ * is base + stride * (*pos) when the kernel is given a position pointer (graph replay),
+ * else base. */
+typedef struct wk_dptr {
+    void *base;
+    int64_t stride; /* bytes per position */
+} wk_dptr;
+static inline wk_dptr wk_dp(const void *p) { wk_dptr d = {(void *)p, 0}; return d; }
+
 /* A stream, a cuBLAS handle and a scratch area reused across calls. */
 typedef struct wk_cuda_ctx wk_cuda_ctx;
 
@@ -18,6 +27,16 @@ wk_status wk_cuda_ctx_create(wk_cuda_ctx **out);
 void wk_cuda_ctx_free(wk_cuda_ctx *c);
 void *wk_cuda_ctx_stream(wk_cuda_ctx *c); /* the cudaStream_t */
 wk_status wk_cuda_ctx_sync(wk_cuda_ctx *c);
+/* A slot for the model backend's state, freed with the context by user_free. */
+void **wk_cuda_ctx_user(wk_cuda_ctx *c, void (*user_free)(void *));
+/* Graphs: capture the context's stream, instantiate, replay. set_pos writes *dpos in
+ * stream order (a one-thread kernel) so the replayed kernels read the step's position. */
+wk_status wk_cuda_set_pos(wk_cuda_ctx *c, int64_t *dpos, int64_t value);
+wk_status wk_cuda_capture_begin(wk_cuda_ctx *c);
+wk_status wk_cuda_capture_end(wk_cuda_ctx *c, void **exec_out);
+void wk_cuda_capture_abort(wk_cuda_ctx *c);
+wk_status wk_cuda_graph_launch(wk_cuda_ctx *c, void *exec);
+void wk_cuda_graph_free(void *exec);
 /* Make sure the scratch area holds at least bytes (grows it; never during capture). */
 wk_status wk_cuda_scratch_reserve(wk_cuda_ctx *c, size_t bytes);
 /* Scratch bytes a matmul of m rows of k needs. */
@@ -28,6 +47,8 @@ void wk_cuda_free(void *p);
 wk_status wk_cuda_copy_h2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
 wk_status wk_cuda_copy_d2h(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
 wk_status wk_cuda_copy_d2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
+/* Synchronous copy outside any stream (QTensor storage). */
+wk_status wk_cuda_copy_sync(void *dst, const void *src, size_t bytes, bool to_device);
 wk_status wk_cuda_memset(wk_cuda_ctx *c, void *dst, int byte, size_t bytes);
 /* The last launch's error, if any, as a wick status naming what. */
 wk_status wk_cuda_check_launch(const char *what);
@@ -39,6 +60,9 @@ bool wk_cuda_qmm_supports(wk_type t);
  * unless fast is set and m > 8 (then one half: the f16 form's precision). */
 wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                       const void *x, wk_type xtype, int64_t m, float *y);
+/* The same with addresses that may follow the step position *dpos (NULL: fixed). */
+wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
+                          wk_dptr x, wk_type xtype, int64_t m, wk_dptr y, const int64_t *dpos);
 /* Large-m precision switch (process-wide, for the benchmark): false = split halves. */
 void wk_cuda_qmm_set_fast_prefill(bool fast);
 
@@ -63,6 +87,29 @@ void wk_cuda_timer_free(wk_cuda_timer *t);
 wk_status wk_cuda_timer_start(wk_cuda_ctx *c, wk_cuda_timer *t);
 wk_status wk_cuda_timer_stop(wk_cuda_ctx *c, wk_cuda_timer *t, float *ms);
 
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- the Llama forward's operations (ops.cu, dense.cu) ----------------------------
+ * Row-major f32 activations on the device. Every position-dependent argument is
+ * pos_off + (*dpos when dpos is given), so that a captured graph follows the step. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+wk_status wk_cuda_embed_rows(wk_cuda_ctx *c, wk_type wtype, const void *table, int64_t dim,
+                             wk_dptr ids, int64_t rows, wk_dptr x, const int64_t *dpos);
+/* y = x / rms(x) * w per row (y may be x). */
+wk_status wk_cuda_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w, int64_t rows,
+                          int64_t dim, float eps, const int64_t *dpos);
+wk_status wk_cuda_rope(wk_cuda_ctx *c, wk_dptr x, int64_t rows, int64_t n_heads, int64_t head_dim,
+                       int64_t n_rot, int64_t pos_off, float freq_base, const int64_t *dpos);
+wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                            const float *v_cache, int64_t rows, int64_t pos_off, int64_t n_heads,
+                            int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos);
+wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n, const int64_t *dpos);
+wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos);
+wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);
 #ifdef __cplusplus
 }
 #endif

@@ -49,10 +49,11 @@ template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __h
 
 /* One block per (padded) row: scale, split, segment sums. Rows >= m become zeros. */
 template <typename XT>
-__global__ void prepare_x(const XT *__restrict__ x, int m, int k, xprep p)
+__global__ void prepare_x(wk_dptr xd, const int64_t *dpos, int m, int k, xprep p)
 {
     __shared__ float red[32];
     int row = blockIdx.x;
+    const XT *x = (const XT *)((char *)xd.base + (dpos ? *dpos * xd.stride : 0));
     const XT *xr = x + (size_t)row * k;
     __half *hi = p.hi + (size_t)row * k, *lo = p.lo + (size_t)row * k;
     float *sums = p.sums + (size_t)row * (k / SEG);
@@ -105,18 +106,24 @@ __global__ void prepare_x(const XT *__restrict__ x, int m, int k, xprep p)
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                          uint32_t a3, uint32_t b0, uint32_t b1)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    /* Built for a GPU older than compute capability 8.0: the context refuses such GPUs. */
+    __trap();
+#endif
 }
 
 /* Grid: x = ceil(n / 16) row groups, y = chunks of 8 * MT input rows. NW warps split k. */
 template <class T, int MT, bool SPLIT, int NW>
 __global__ void __launch_bounds__(NW * 32) qmm_kernel(const uint8_t *__restrict__ w,
                                                       size_t row_bytes, int n, int k, int m,
-                                                      xprep p, float *__restrict__ y)
+                                                      xprep p, wk_dptr yd, const int64_t *dpos)
 {
+    float *y = (float *)((char *)yd.base + (dpos ? *dpos * yd.stride : 0));
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int n0 = blockIdx.x * 16;
@@ -131,38 +138,51 @@ __global__ void __launch_bounds__(NW * 32) qmm_kernel(const uint8_t *__restrict_
 #pragma unroll
     for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
 
-    for (int b = warp; b < nblk; b += NW) {
-        const uint8_t *b0 = w0 + (size_t)b * T::BYTES;
-        const uint8_t *b1 = w1 + (size_t)b * T::BYTES;
+    /* U blocks per pass, their loads issued together; a pass past the end reads the last
+     * block again with weight 0 (no branch, so the loads can all be in flight). */
+    constexpr int U = T::S >= 8 ? 2 : 4;
+    for (int b0 = warp; b0 < nblk; b0 += NW * U) {
 #pragma unroll
-        for (int s = 0; s < T::S; s++) {
-            uint32_t a0, a1, a2, a3;
-            float sc0, sc1, ad0, ad1;
-            T::step(b0, s, t, a0, a2, sc0, ad0);
-            T::step(b1, s, t, a1, a3, sc1, ad1);
-            const int e = b * T::QK + SEG * s + 4 * t;
+        for (int u = 0; u < U; u++) {
+            const int bu = b0 + u * NW;
+            const int b = min(bu, nblk - 1);
+            const float live = bu < nblk ? 1.f : 0.f;
+            const uint8_t *b0p = w0 + (size_t)b * T::BYTES;
+            const uint8_t *b1p = w1 + (size_t)b * T::BYTES;
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) {
-                const size_t xr = (size_t)(m0 + mt * 8 + g) * k + e;
-                uint2 bh = *reinterpret_cast<const uint2 *>(p.hi + xr);
-                float tmp[4] = {0.f, 0.f, 0.f, 0.f};
-                mma16816(tmp, a0, a1, a2, a3, bh.x, bh.y);
-                if (SPLIT) {
-                    uint2 bl = *reinterpret_cast<const uint2 *>(p.lo + xr);
-                    mma16816(tmp, a0, a1, a2, a3, bl.x, bl.y);
-                }
-                acc[mt][0] = fmaf(sc0, tmp[0], acc[mt][0]);
-                acc[mt][1] = fmaf(sc0, tmp[1], acc[mt][1]);
-                acc[mt][2] = fmaf(sc1, tmp[2], acc[mt][2]);
-                acc[mt][3] = fmaf(sc1, tmp[3], acc[mt][3]);
-                if (T::ADD) {
-                    const int seg = b * (T::QK / SEG) + s;
-                    float xs0 = p.sums[(size_t)(m0 + mt * 8 + 2 * t) * nseg + seg];
-                    float xs1 = p.sums[(size_t)(m0 + mt * 8 + 2 * t + 1) * nseg + seg];
-                    acc[mt][0] = fmaf(ad0, xs0, acc[mt][0]);
-                    acc[mt][1] = fmaf(ad0, xs1, acc[mt][1]);
-                    acc[mt][2] = fmaf(ad1, xs0, acc[mt][2]);
-                    acc[mt][3] = fmaf(ad1, xs1, acc[mt][3]);
+            for (int s = 0; s < T::S; s++) {
+                uint32_t a0, a1, a2, a3;
+                float sc0, sc1, ad0, ad1;
+                T::step(b0p, s, t, a0, a2, sc0, ad0);
+                T::step(b1p, s, t, a1, a3, sc1, ad1);
+                sc0 *= live;
+                sc1 *= live;
+                const int e = b * T::QK + SEG * s + 4 * t;
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    const size_t xr = (size_t)(m0 + mt * 8 + g) * k + e;
+                    uint2 bh = *reinterpret_cast<const uint2 *>(p.hi + xr);
+                    float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+                    mma16816(tmp, a0, a1, a2, a3, bh.x, bh.y);
+                    if (SPLIT) {
+                        uint2 bl = *reinterpret_cast<const uint2 *>(p.lo + xr);
+                        mma16816(tmp, a0, a1, a2, a3, bl.x, bl.y);
+                    }
+                    acc[mt][0] = fmaf(sc0, tmp[0], acc[mt][0]);
+                    acc[mt][1] = fmaf(sc0, tmp[1], acc[mt][1]);
+                    acc[mt][2] = fmaf(sc1, tmp[2], acc[mt][2]);
+                    acc[mt][3] = fmaf(sc1, tmp[3], acc[mt][3]);
+                    if (T::ADD) {
+                        ad0 *= live;
+                        ad1 *= live;
+                        const int seg = b * (T::QK / SEG) + s;
+                        float xs0 = p.sums[(size_t)(m0 + mt * 8 + 2 * t) * nseg + seg];
+                        float xs1 = p.sums[(size_t)(m0 + mt * 8 + 2 * t + 1) * nseg + seg];
+                        acc[mt][0] = fmaf(ad0, xs0, acc[mt][0]);
+                        acc[mt][1] = fmaf(ad0, xs1, acc[mt][1]);
+                        acc[mt][2] = fmaf(ad1, xs0, acc[mt][2]);
+                        acc[mt][3] = fmaf(ad1, xs1, acc[mt][3]);
+                    }
                 }
             }
         }
@@ -199,28 +219,28 @@ bool g_fast_prefill = false;
 
 template <class T>
 wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p, int64_t m,
-                   float *y)
+                   wk_dptr y, const int64_t *dpos)
 {
     size_t row_bytes = (size_t)(k / T::QK) * T::BYTES;
     const uint8_t *wb = (const uint8_t *)w;
     dim3 grid((unsigned)((n + 15) / 16), 1);
     if (m <= 8) {
         qmm_kernel<T, 1, true, 8><<<grid, 256, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                              (int)m, p, y);
+                                                              (int)m, p, y, dpos);
     } else if (m <= 16) {
         qmm_kernel<T, 2, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                              (int)m, p, y);
+                                                              (int)m, p, y, dpos);
     } else if (m <= 32) {
         qmm_kernel<T, 4, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                              (int)m, p, y);
+                                                              (int)m, p, y, dpos);
     } else {
         grid.y = (unsigned)((m + 63) / 64);
         if (g_fast_prefill)
             qmm_kernel<T, 8, false, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n,
-                                                                   (int)k, (int)m, p, y);
+                                                                   (int)k, (int)m, p, y, dpos);
         else
             qmm_kernel<T, 8, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                                  (int)m, p, y);
+                                                                  (int)m, p, y, dpos);
     }
     return wk_cuda_check_launch("the quantized matmul kernel");
 }
@@ -252,6 +272,13 @@ extern "C" size_t wk_cuda_qmm_scratch_bytes(int64_t m, int64_t k)
 extern "C" wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n,
                                  int64_t k, const void *x, wk_type xtype, int64_t m, float *y)
 {
+    return wk_cuda_qmm_dyn(c, wtype, w, n, k, wk_dp(x), xtype, m, wk_dp(y), NULL);
+}
+
+extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n,
+                                     int64_t k, wk_dptr x, wk_type xtype, int64_t m, wk_dptr y,
+                                     const int64_t *dpos)
+{
     const wk_type_traits *tr = wk_traits(wtype);
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
@@ -272,24 +299,24 @@ extern "C" wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, i
     int64_t mpad = padded_rows(m);
     xprep p = carve(c->scratch, mpad, k);
     if (xtype == WK_TYPE_F32)
-        prepare_x<float><<<(unsigned)mpad, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, p);
+        prepare_x<float><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
     else
-        prepare_x<__half><<<(unsigned)mpad, 256, 0, c->stream>>>((const __half *)x, (int)m, (int)k, p);
+        prepare_x<__half><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
     WK_LAUNCHED("the matmul input preparation");
     switch (wtype) {
-    case WK_TYPE_Q4_0: return launch_t<wkq::q4_0>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q4_1: return launch_t<wkq::q4_1>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q5_0: return launch_t<wkq::q5_0>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q5_1: return launch_t<wkq::q5_1>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q8_0: return launch_t<wkq::q8_0>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q8_1: return launch_t<wkq::q8_1>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q2_K: return launch_t<wkq::q2_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q3_K: return launch_t<wkq::q3_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q4_K: return launch_t<wkq::q4_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q5_K: return launch_t<wkq::q5_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q6_K: return launch_t<wkq::q6_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_Q8_K: return launch_t<wkq::q8_K>(c, w, n, k, p, m, y);
-    case WK_TYPE_F16: return launch_t<wkq::f16>(c, w, n, k, p, m, y);
+    case WK_TYPE_Q4_0: return launch_t<wkq::q4_0>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q4_1: return launch_t<wkq::q4_1>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q5_0: return launch_t<wkq::q5_0>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q5_1: return launch_t<wkq::q5_1>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q8_0: return launch_t<wkq::q8_0>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q8_1: return launch_t<wkq::q8_1>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q2_K: return launch_t<wkq::q2_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q3_K: return launch_t<wkq::q3_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q4_K: return launch_t<wkq::q4_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q5_K: return launch_t<wkq::q5_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q6_K: return launch_t<wkq::q6_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_Q8_K: return launch_t<wkq::q8_K>(c, w, n, k, p, m, y, dpos);
+    case WK_TYPE_F16: return launch_t<wkq::f16>(c, w, n, k, p, m, y, dpos);
     default: break;
     }
     return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s", tr->name);

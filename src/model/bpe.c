@@ -6,8 +6,7 @@
 #include <string.h>
 
 static wk_status queue_pair(const wk_tokenizer *t, const char *word, const wk_sym *sym,
-                            int32_t left, int32_t right, wk_pairq *q)
-{
+                            int32_t left, int32_t right, wk_pairq *q) {
     if (left < 0 || right < 0) return WK_OK;
     const wk_sym *l = &sym[left], *r = &sym[right];
     int32_t rank = wk_tokenizer_merge_rank(t, word + l->off, l->n, word + r->off, r->n);
@@ -17,8 +16,7 @@ static wk_status queue_pair(const wk_tokenizer *t, const char *word, const wk_sy
 }
 
 wk_status wk_bpe_word(const wk_tokenizer *t, const char *word, size_t len, wk_merge_scratch *s,
-                      wk_idvec *out)
-{
+                      wk_idvec *out) {
     if (len == 0) return WK_OK;
     /* Llama 3's pre-tokenizers take a word that is a token as it is. */
     if (t->ignore_merges) {

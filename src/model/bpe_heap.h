@@ -22,8 +22,7 @@ typedef struct wk_pair {
     uint32_t ln, rn; /* the symbols' lengths when queued: stale if they changed */
 } wk_pair;
 
-static inline int wk_pair_before(const wk_pair *a, const wk_pair *b)
-{
+static inline int wk_pair_before(const wk_pair *a, const wk_pair *b) {
     return a->key > b->key || (a->key == b->key && a->left < b->left);
 }
 
@@ -32,8 +31,7 @@ typedef struct wk_pairq {
     size_t n, cap;
 } wk_pairq;
 
-static inline wk_status wk_pairq_push(wk_pairq *q, wk_pair p)
-{
+static inline wk_status wk_pairq_push(wk_pairq *q, wk_pair p) {
     if (q->n == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 64;
         wk_pair *v = realloc(q->v, cap * sizeof *v);
@@ -52,8 +50,7 @@ static inline wk_status wk_pairq_push(wk_pairq *q, wk_pair p)
     return WK_OK;
 }
 
-static inline wk_pair wk_pairq_pop(wk_pairq *q)
-{
+static inline wk_pair wk_pairq_pop(wk_pairq *q) {
     wk_pair top = q->v[0];
     wk_pair last = q->v[--q->n];
     size_t i = 0;
@@ -72,8 +69,7 @@ static inline wk_pair wk_pairq_pop(wk_pairq *q)
 /* Split a word into one symbol per UTF-8 sequence (by lead byte, clipped to
  * the end), linked in order; the array comes from the scratch. */
 static inline wk_status wk_syms_init(wk_merge_scratch *s, const char *word, size_t len,
-                                     wk_sym **out, size_t *n_out)
-{
+                                     wk_sym **out, size_t *n_out) {
     if (s->symbols_cap < len) {
         wk_sym *v = realloc(s->symbols, len * sizeof *v);
         if (!v) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for %zu symbols", len);

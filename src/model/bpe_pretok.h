@@ -11,7 +11,8 @@
 #include "wick/common.h"
 
 typedef enum wk_pretok {
-    WK_PRETOK_DEFAULT, /* "default" or missing: punctuation runs, GPT-2, number runs, digit triples */
+    WK_PRETOK_DEFAULT, /* "default" or missing: punctuation runs, GPT-2, number runs, digit triples
+                        */
     WK_PRETOK_GPT2,    /* "gpt-2", "phi-2", ...: the GPT-2 expression alone */
     WK_PRETOK_SMOLLM,  /* "smollm", "starcoder", ...: every digit alone, then GPT-2 */
     WK_PRETOK_LLAMA3,  /* "llama3", "llama-bpe", ...: Llama 3's expression, numbers in 1-3 digits */

@@ -15,12 +15,12 @@ typedef struct sbuf {
     bool oom;
 } sbuf;
 
-static void put_n(sbuf *b, const char *s, size_t n)
-{
+static void put_n(sbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
             b->oom = true;
@@ -34,36 +34,62 @@ static void put_n(sbuf *b, const char *s, size_t n)
     b->p[b->n] = 0;
 }
 
-static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+static void put(sbuf *b, const char *s) {
+    put_n(b, s, strlen(s));
+}
 
-static bool is_ascii_space(char c)
-{
+static bool is_ascii_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
 /* Append s without leading and trailing whitespace (Jinja's trim / strip()). */
-static void put_trimmed(sbuf *b, const char *s)
-{
+static void put_trimmed(sbuf *b, const char *s) {
     size_t a = 0, e = strlen(s);
-    while (a < e && is_ascii_space(s[a])) a++;
-    while (e > a && is_ascii_space(s[e - 1])) e--;
+    while (a < e && is_ascii_space(s[a]))
+        a++;
+    while (e > a && is_ascii_space(s[e - 1]))
+        e--;
     put_n(b, s + a, e - a);
 }
 
-const char *wk_chat_style_name(wk_chat_style style)
-{
+const char *wk_chat_style_name(wk_chat_style style) {
     switch (style) {
-    case WK_CHAT_CHATML: return "chatml";
-    case WK_CHAT_LLAMA2: return "llama2";
-    case WK_CHAT_LLAMA3: return "llama3";
-    case WK_CHAT_ZEPHYR: return "zephyr";
+    case WK_CHAT_CHATML:
+        return "chatml";
+    case WK_CHAT_LLAMA2:
+        return "llama2";
+    case WK_CHAT_LLAMA3:
+        return "llama3";
+    case WK_CHAT_ZEPHYR:
+        return "zephyr";
     }
     return "unknown";
 }
 
-wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out)
-{
+/* Markers of families that look like the four but render differently
+ * (Phi-4 and SmolVLM use <|im_start|>, Mistral uses [INST] without <<SYS>>,
+ * Phi-3 closes turns with <|end|>): refused rather than rendered wrongly. */
+static const char *lookalike(const char *tmpl) {
+    if (strstr(tmpl, "<|im_sep|>")) return "Phi-4";
+    if (strstr(tmpl, "<end_of_utterance>")) return "SmolVLM";
+    if (strstr(tmpl, "[INST]") && !strstr(tmpl, "<<SYS>>")) return "Mistral";
+    if (strstr(tmpl, "<|user|>") && strstr(tmpl, "<|end|>")) return "Phi-3";
+    return NULL;
+}
+
+wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out) {
     if (!tmpl) return wk_fail(WK_ERR_INVALID, "chat template: NULL template");
+    char head[61];
+    snprintf(head, sizeof head, "%s", tmpl);
+    for (char *c = head; *c; c++)
+        if (*c == '\n') *c = ' ';
+    const char *dots = strlen(tmpl) > 60 ? "..." : "";
+    const char *like = lookalike(tmpl);
+    if (like)
+        return wk_fail(WK_ERR_UNSUPPORTED,
+                       "chat template of the %s style is not supported (wick knows ChatML, "
+                       "Llama 2, Llama 3 and Zephyr styles): \"%s%s\"",
+                       like, head, dots);
     if (strstr(tmpl, "<|im_start|>")) {
         *out = WK_CHAT_CHATML;
     } else if (strstr(tmpl, "<|start_header_id|>") && strstr(tmpl, "<|end_header_id|>")) {
@@ -73,21 +99,16 @@ wk_status wk_chat_detect(const char *tmpl, wk_chat_style *out)
     } else if (strstr(tmpl, "<|user|>") && strstr(tmpl, "<|assistant|>")) {
         *out = WK_CHAT_ZEPHYR;
     } else {
-        char head[61];
-        snprintf(head, sizeof head, "%s", tmpl);
-        for (char *c = head; *c; c++)
-            if (*c == '\n') *c = ' ';
         return wk_fail(WK_ERR_UNSUPPORTED,
                        "chat template not recognised (wick knows ChatML, Llama 2, Llama 3 and "
                        "Zephyr styles): \"%s%s\"",
-                       head, strlen(tmpl) > 60 ? "..." : "");
+                       head, dots);
     }
     return WK_OK;
 }
 
 /* The Jinja string literal starting at q (a quote): its unescaped value. */
-static char *jinja_literal(const char *q)
-{
+static char *jinja_literal(const char *q) {
     char quote = *q++;
     sbuf b = {0};
     put(&b, "");
@@ -111,12 +132,10 @@ static char *jinja_literal(const char *q)
  * opens a system turn, written where the template tests that the first
  * message is not a system one (SmolLM2: "!= 'system'"; Qwen2: an else branch
  * after "== 'system'"). NULL when there is none. */
-static char *chatml_default_system(const char *tmpl)
-{
-    static const char *const conds[] = {"messages[0]['role'] != 'system'",
-                                        "messages[0][\"role\"] != \"system\"",
-                                        "messages[0]['role'] == 'system'",
-                                        "messages[0][\"role\"] == \"system\""};
+static char *chatml_default_system(const char *tmpl) {
+    static const char *const conds[] = {
+        "messages[0]['role'] != 'system'", "messages[0][\"role\"] != \"system\"",
+        "messages[0]['role'] == 'system'", "messages[0][\"role\"] == \"system\""};
     for (size_t c = 0; c < sizeof conds / sizeof conds[0]; c++) {
         const char *at = strstr(tmpl, conds[c]);
         if (!at) continue;
@@ -144,8 +163,7 @@ static char *chatml_default_system(const char *tmpl)
 }
 
 static wk_status render_chatml(const char *tmpl, const wk_chat_msg *m, size_t n, bool add_gen,
-                               sbuf *b)
-{
+                               sbuf *b) {
     if (n > 0 && strcmp(m[0].role, "system") != 0) {
         char *sys = chatml_default_system(tmpl);
         if (sys) put(b, sys);
@@ -162,8 +180,7 @@ static wk_status render_chatml(const char *tmpl, const wk_chat_msg *m, size_t n,
     return WK_OK;
 }
 
-static wk_status render_llama3(const wk_chat_msg *m, size_t n, bool add_gen, sbuf *b)
-{
+static wk_status render_llama3(const wk_chat_msg *m, size_t n, bool add_gen, sbuf *b) {
     for (size_t i = 0; i < n; i++) {
         put(b, "<|start_header_id|>");
         put(b, m[i].role);
@@ -178,8 +195,7 @@ static wk_status render_llama3(const wk_chat_msg *m, size_t n, bool add_gen, sbu
 /* Llama 2 chat: an optional system message folded into the first user turn,
  * then user/assistant turns that must alternate. */
 static wk_status render_llama2(const char *tmpl, const char *bos, const char *eos,
-                               const wk_chat_msg *m, size_t n, sbuf *b)
-{
+                               const wk_chat_msg *m, size_t n, sbuf *b) {
     bool has_sys_block = strstr(tmpl, "<<SYS>>") != NULL;
     bool strip = strstr(tmpl, ".strip()") || strstr(tmpl, "trim");
     const char *sys = NULL;
@@ -214,11 +230,17 @@ static wk_status render_llama2(const char *tmpl, const char *bos, const char *eo
         if (user) {
             if (b->n > 0) put(b, bos); /* the leading BOS is the tokenizer's */
             put(b, "[INST] ");
-            if (strip) put_trimmed(b, content.p); else put(b, content.p);
+            if (strip)
+                put_trimmed(b, content.p);
+            else
+                put(b, content.p);
             put(b, " [/INST]");
         } else if (strcmp(m[i].role, "assistant") == 0) {
             put(b, " ");
-            if (strip) put_trimmed(b, content.p); else put(b, content.p);
+            if (strip)
+                put_trimmed(b, content.p);
+            else
+                put(b, content.p);
             put(b, " ");
             put(b, eos);
         }
@@ -228,8 +250,7 @@ static wk_status render_llama2(const char *tmpl, const char *bos, const char *eo
 }
 
 static wk_status render_zephyr(const char *tmpl, const char *eos, const wk_chat_msg *m, size_t n,
-                               bool add_gen, sbuf *b)
-{
+                               bool add_gen, sbuf *b) {
     /* Some Zephyr-style templates write the end token literally. */
     if (strstr(tmpl, "<|endoftext|>")) eos = "<|endoftext|>";
     for (size_t i = 0; i < n; i++) {
@@ -249,8 +270,7 @@ static wk_status render_zephyr(const char *tmpl, const char *eos, const wk_chat_
 
 wk_status wk_chat_apply(const char *tmpl, const char *bos_token, const char *eos_token,
                         const wk_chat_msg *msgs, size_t n_msgs, bool add_generation_prompt,
-                        char **out)
-{
+                        char **out) {
     *out = NULL;
     wk_chat_style style;
     wk_status st = wk_chat_detect(tmpl, &style);
@@ -265,9 +285,15 @@ wk_status wk_chat_apply(const char *tmpl, const char *bos_token, const char *eos
     sbuf b = {0};
     put(&b, "");
     switch (style) {
-    case WK_CHAT_CHATML: st = render_chatml(tmpl, msgs, n_msgs, add_generation_prompt, &b); break;
-    case WK_CHAT_LLAMA3: st = render_llama3(msgs, n_msgs, add_generation_prompt, &b); break;
-    case WK_CHAT_LLAMA2: st = render_llama2(tmpl, bos, eos, msgs, n_msgs, &b); break;
+    case WK_CHAT_CHATML:
+        st = render_chatml(tmpl, msgs, n_msgs, add_generation_prompt, &b);
+        break;
+    case WK_CHAT_LLAMA3:
+        st = render_llama3(msgs, n_msgs, add_generation_prompt, &b);
+        break;
+    case WK_CHAT_LLAMA2:
+        st = render_llama2(tmpl, bos, eos, msgs, n_msgs, &b);
+        break;
     case WK_CHAT_ZEPHYR:
         st = render_zephyr(tmpl, eos, msgs, n_msgs, add_generation_prompt, &b);
         break;
@@ -281,9 +307,8 @@ wk_status wk_chat_apply(const char *tmpl, const char *bos_token, const char *eos
     return WK_OK;
 }
 
-wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs,
-                                  size_t n_msgs, bool add_generation_prompt, char **out)
-{
+wk_status wk_tokenizer_chat_apply(const wk_tokenizer *tok, const wk_chat_msg *msgs, size_t n_msgs,
+                                  bool add_generation_prompt, char **out) {
     *out = NULL;
     if (!tok->chat_template)
         return wk_fail(WK_ERR_UNSUPPORTED, "the model has no tokenizer.chat_template");

@@ -7,8 +7,7 @@
 #include <stdio.h>
 
 static wk_status queue_pair(const wk_tokenizer *t, const char *text, const wk_sym *sym,
-                            int32_t left, int32_t right, wk_pairq *q)
-{
+                            int32_t left, int32_t right, wk_pairq *q) {
     if (left < 0 || right < 0) return WK_OK;
     const wk_sym *l = &sym[left], *r = &sym[right];
     /* The two symbols are adjacent in the text. */
@@ -18,8 +17,7 @@ static wk_status queue_pair(const wk_tokenizer *t, const char *text, const wk_sy
     return wk_pairq_push(q, p);
 }
 
-static wk_status push_byte(const wk_tokenizer *t, unsigned char b, wk_idvec *out)
-{
+static wk_status push_byte(const wk_tokenizer *t, unsigned char b, wk_idvec *out) {
     char hex[8];
     snprintf(hex, sizeof hex, "<0x%02X>", b);
     int32_t id = wk_tokenizer_find(t, hex, 6);
@@ -28,9 +26,8 @@ static wk_status push_byte(const wk_tokenizer *t, unsigned char b, wk_idvec *out
     return id >= 0 ? wk_idvec_push(out, id) : WK_OK;
 }
 
-wk_status wk_spm_fragment(const wk_tokenizer *t, const char *text, size_t len,
-                          wk_merge_scratch *s, wk_idvec *out)
-{
+wk_status wk_spm_fragment(const wk_tokenizer *t, const char *text, size_t len, wk_merge_scratch *s,
+                          wk_idvec *out) {
     if (len == 0) return WK_OK;
     wk_sym *sym = NULL;
     size_t n_sym = 0;

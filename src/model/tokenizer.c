@@ -11,8 +11,7 @@
 
 /* ---- small containers ---- */
 
-wk_status wk_idvec_push(wk_idvec *a, int32_t id)
-{
+wk_status wk_idvec_push(wk_idvec *a, int32_t id) {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
         int32_t *v = realloc(a->v, cap * sizeof *v);
@@ -24,8 +23,7 @@ wk_status wk_idvec_push(wk_idvec *a, int32_t id)
     return WK_OK;
 }
 
-void wk_merge_scratch_free(wk_merge_scratch *s)
-{
+void wk_merge_scratch_free(wk_merge_scratch *s) {
     free(s->symbols);
     free(s->heap);
     memset(s, 0, sizeof *s);
@@ -37,11 +35,11 @@ typedef struct buf {
     size_t n, cap;
 } buf;
 
-static wk_status buf_put(buf *b, const void *src, size_t n)
-{
+static wk_status buf_put(buf *b, const void *src, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for %zu bytes", cap);
         b->p = p;
@@ -54,13 +52,13 @@ static wk_status buf_put(buf *b, const void *src, size_t n)
 }
 
 /* Append a NUL-terminated copy to the arena. */
-static wk_status arena_add(wk_tokenizer *t, const char *s, size_t n, wk_str *out)
-{
+static wk_status arena_add(wk_tokenizer *t, const char *s, size_t n, wk_str *out) {
     if (n > UINT32_MAX || t->arena_len + n + 1 > UINT32_MAX)
         return wk_fail(WK_ERR_NOMEM, "tokenizer: vocabulary strings exceed 4 GiB");
     if (t->arena_len + n + 1 > t->arena_cap) {
         size_t cap = t->arena_cap ? t->arena_cap : 1 << 16;
-        while (cap < t->arena_len + n + 1) cap *= 2;
+        while (cap < t->arena_len + n + 1)
+            cap *= 2;
         char *p = realloc(t->arena, cap);
         if (!p) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for %zu bytes", cap);
         t->arena = p;
@@ -76,8 +74,7 @@ static wk_status arena_add(wk_tokenizer *t, const char *s, size_t n, wk_str *out
 
 /* ---- hash tables ---- */
 
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
-{
+static uint64_t fnv(uint64_t h, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)s[i];
         h *= 0x100000001b3ull;
@@ -86,25 +83,24 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
 }
 #define FNV_SEED 0xcbf29ce484222325ull
 
-static uint64_t pair_hash(const char *l, size_t ln, const char *r, size_t rn)
-{
+static uint64_t pair_hash(const char *l, size_t ln, const char *r, size_t rn) {
     uint64_t h = fnv(FNV_SEED, l, ln);
     h = (h ^ 0x1F) * 0x100000001b3ull ^ ln; /* keep "a"+"bc" apart from "ab"+"c" */
     return fnv(h * 0x100000001b3ull, r, rn);
 }
 
-static wk_status strmap_init(wk_strmap *m, size_t n)
-{
+static wk_status strmap_init(wk_strmap *m, size_t n) {
     size_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
+    while (cap < 2 * n)
+        cap *= 2;
     m->slots = calloc(cap, sizeof *m->slots);
-    if (!m->slots) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for a %zu-slot table", cap);
+    if (!m->slots)
+        return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for a %zu-slot table", cap);
     m->mask = cap - 1;
     return WK_OK;
 }
 
-int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n)
-{
+int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n) {
     if (!t->vocab.slots) return -1;
     for (size_t i = fnv(FNV_SEED, s, n) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
         uint32_t e = t->vocab.slots[i];
@@ -115,8 +111,7 @@ int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n)
 }
 
 /* Insert id under its text unless the text is there already (first wins). */
-static void vocab_insert(wk_tokenizer *t, int32_t id)
-{
+static void vocab_insert(wk_tokenizer *t, int32_t id) {
     wk_str k = t->text[id];
     const char *s = t->arena + k.off;
     for (size_t i = fnv(FNV_SEED, s, k.len) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
@@ -131,8 +126,7 @@ static void vocab_insert(wk_tokenizer *t, int32_t id)
 }
 
 int32_t wk_tokenizer_merge_rank(const wk_tokenizer *t, const char *l, size_t ln, const char *r,
-                                size_t rn)
-{
+                                size_t rn) {
     if (!t->merges_map.slots) return -1;
     const wk_strmap *m = &t->merges_map;
     for (size_t i = pair_hash(l, ln, r, rn) & m->mask;; i = (i + 1) & m->mask) {
@@ -145,8 +139,7 @@ int32_t wk_tokenizer_merge_rank(const wk_tokenizer *t, const char *l, size_t ln,
     }
 }
 
-static void merge_insert(wk_tokenizer *t, size_t rank)
-{
+static void merge_insert(wk_tokenizer *t, size_t rank) {
     wk_str a = t->merge_left[rank], b = t->merge_right[rank];
     const char *l = t->arena + a.off, *r = t->arena + b.off;
     wk_strmap *m = &t->merges_map;
@@ -165,15 +158,14 @@ static void merge_insert(wk_tokenizer *t, size_t rank)
 
 /* ---- building ---- */
 
-void wk_tokenizer_spec_init(wk_tokenizer_spec *spec)
-{
+void wk_tokenizer_spec_init(wk_tokenizer_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->bos = spec->eos = spec->eot = spec->eom = spec->unk = spec->pad = -1;
+    spec->fim_pad = spec->fim_rep = spec->fim_sep = -1;
     spec->add_bos = spec->add_eos = spec->add_space_prefix = -1;
 }
 
-void wk_tokenizer_free(wk_tokenizer *t)
-{
+void wk_tokenizer_free(wk_tokenizer *t) {
     if (!t) return;
     free(t->pre_name);
     free(t->arena);
@@ -191,41 +183,80 @@ void wk_tokenizer_free(wk_tokenizer *t)
     free(t);
 }
 
-static uint8_t attr_from_type(int32_t type)
-{
+static uint8_t attr_from_type(int32_t type) {
     switch (type) {
-    case WK_TOKEN_NORMAL: return WK_ATTR_NORMAL;
-    case WK_TOKEN_UNKNOWN: return WK_ATTR_UNKNOWN;
-    case WK_TOKEN_CONTROL: return WK_ATTR_CONTROL;
-    case WK_TOKEN_USER_DEFINED: return WK_ATTR_USER_DEFINED;
-    case WK_TOKEN_UNUSED: return WK_ATTR_UNUSED;
-    case WK_TOKEN_BYTE: return WK_ATTR_BYTE;
-    default: return WK_ATTR_UNDEFINED;
+    case WK_TOKEN_NORMAL:
+        return WK_ATTR_NORMAL;
+    case WK_TOKEN_UNKNOWN:
+        return WK_ATTR_UNKNOWN;
+    case WK_TOKEN_CONTROL:
+        return WK_ATTR_CONTROL;
+    case WK_TOKEN_USER_DEFINED:
+        return WK_ATTR_USER_DEFINED;
+    case WK_TOKEN_UNUSED:
+        return WK_ATTR_UNUSED;
+    case WK_TOKEN_BYTE:
+        return WK_ATTR_BYTE;
+    default:
+        return WK_ATTR_UNDEFINED;
     }
 }
 
-static bool text_in(const char *s, const char *const *list)
-{
+static bool text_in(const char *s, const char *const *list) {
+    if (s[0] != '<' && s[0] != '[' && s[0] != '_') return false; /* every name starts so */
     for (; *list; list++)
         if (strcmp(s, *list) == 0) return true;
     return false;
 }
 
 /* Texts that end a turn or generation, as llama.cpp recognises them. */
-static const char *const k_eot_names[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "[EOT]", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
-    "<end_of_utterance>", NULL};
-static const char *const k_eog_names[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
-    "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>",
-    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", NULL};
+static const char *const k_eot_names[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "<|end_of_text|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "<\xef\xbd\x9c"
+                                          "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                          "<end_of_utterance>",
+                                          NULL};
+static const char *const k_eog_names[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "<|flush|>",
+                                          "<|calls|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "</s>",
+                                          "<|eom_id|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "[EOS]",
+                                          "<|end_of_text|>",
+                                          "<end_of_utterance>",
+                                          "<eos>",
+                                          "<turn|>",
+                                          "<|tool_response>",
+                                          "<\xef\xbd\x9c"
+                                          "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+                                          NULL};
+/* Fill-in-the-middle padding, repository and file separators also end
+ * generation: the first token of each kind. */
+static const char *const k_fim_pad_names[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>",
+                                              "<PAD>",       "[PAD]",     NULL};
+static const char *const k_fim_rep_names[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                              "<REPO>",       "<reponame>",    NULL};
+static const char *const k_fim_sep_names[] = {"<|file_sep|>", NULL};
 
 /* The bytes a token stands for when decoding (the llama.cpp piece with
  * special tokens rendered). */
-static wk_status make_piece(wk_tokenizer *t, int32_t id, buf *b)
-{
+static wk_status make_piece(wk_tokenizer *t, int32_t id, buf *b) {
     b->n = 0;
     uint8_t a = t->attr[id];
     const char *s = wk_tok_str(t, t->text[id]);
@@ -280,24 +311,18 @@ static wk_status make_piece(wk_tokenizer *t, int32_t id, buf *b)
     return WK_OK; /* unused and undefined tokens decode to nothing */
 }
 
-static int cmp_special(const void *pa, const void *pb, void *ctx)
-{
-    const wk_tokenizer *t = ctx;
-    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-    uint32_t la = t->text[a].len, lb = t->text[b].len;
-    if (la != lb) return la > lb ? -1 : 1;
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return a < b ? -1 : a > b;
 }
 
-static int32_t pick_id(int64_t given, int32_t dflt, int32_t n_vocab)
-{
+static int32_t pick_id(int64_t given, int32_t dflt, int32_t n_vocab) {
     if (dflt >= n_vocab) dflt = -1;
     if (given >= 0 && given < n_vocab) return (int32_t)given;
     return dflt;
 }
 
-wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
-{
+wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out) {
     *out = NULL;
     wk_tokenizer *t = calloc(1, sizeof *t);
     if (!t) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory");
@@ -363,7 +388,8 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
     }
     if (st == WK_OK) st = strmap_init(&t->vocab, (size_t)nv);
     if (st != WK_OK) goto fail;
-    for (int32_t i = 0; i < nv; i++) vocab_insert(t, i);
+    for (int32_t i = 0; i < nv; i++)
+        vocab_insert(t, i);
 
     if (t->kind == WK_TOK_BPE) {
         t->n_merges = spec->n_merges;
@@ -386,10 +412,11 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
             if (st == WK_OK) st = arena_add(t, sp ? sp + 1 : s, rn, &t->merge_right[i]);
         }
         if (st != WK_OK) goto fail;
-        for (size_t i = 0; i < spec->n_merges; i++) merge_insert(t, i);
+        for (size_t i = 0; i < spec->n_merges; i++)
+            merge_insert(t, i);
         for (int b = 0; b < 256; b++)
-            t->byte_char_len[b] = (uint8_t)wk_utf8_encode(wk_byte_to_cp((unsigned char)b),
-                                                          t->byte_char[b]);
+            t->byte_char_len[b] =
+                (uint8_t)wk_utf8_encode(wk_byte_to_cp((unsigned char)b), t->byte_char[b]);
     }
 
     /* Special ids: the file's, else llama.cpp's defaults for the model type. */
@@ -400,6 +427,19 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
     t->pad = pick_id(spec->pad, -1, nv);
     t->eot = pick_id(spec->eot, -1, nv);
     t->eom = pick_id(spec->eom, -1, nv);
+    int32_t fim[3] = {pick_id(spec->fim_pad, -1, nv), pick_id(spec->fim_rep, -1, nv),
+                      pick_id(spec->fim_sep, -1, nv)};
+    const char *const *fim_names[3] = {k_fim_pad_names, k_fim_rep_names, k_fim_sep_names};
+    for (int32_t i = 0; i < nv; i++) {
+        for (int k = 0; k < 3; k++) {
+            if (fim[k] < 0 && text_in(wk_tok_str(t, t->text[i]), fim_names[k])) {
+                fim[k] = i;
+                t->attr[i] |= WK_ATTR_CONTROL;
+            }
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        if (fim[k] >= 0) t->attr[fim[k]] |= WK_ATTR_EOG;
     for (int32_t i = 0; i < nv; i++) {
         const char *s = wk_tok_str(t, t->text[i]);
         if (t->eot < 0 && text_in(s, k_eot_names)) {
@@ -425,7 +465,19 @@ wk_status wk_tokenizer_build(const wk_tokenizer_spec *spec, wk_tokenizer **out)
     for (int32_t i = 0; i < nv; i++)
         if (t->attr[i] & (WK_ATTR_CONTROL | WK_ATTR_USER_DEFINED | WK_ATTR_UNKNOWN))
             t->special[t->n_special++] = i;
-    qsort_r(t->special, t->n_special, sizeof *t->special, cmp_special, t);
+    /* Keys (longer first, then lower id) sort as plain integers. */
+    uint64_t *keys = malloc((t->n_special ? t->n_special : 1) * sizeof *keys);
+    if (!keys) {
+        st = wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < t->n_special; i++)
+        keys[i] =
+            ((uint64_t)(UINT32_MAX - t->text[t->special[i]].len) << 32) | (uint32_t)t->special[i];
+    qsort(keys, t->n_special, sizeof *keys, cmp_u64);
+    for (size_t i = 0; i < t->n_special; i++)
+        t->special[i] = (int32_t)(keys[i] & UINT32_MAX);
+    free(keys);
 
     /* Pieces for decoding. */
     buf b = {0};
@@ -449,38 +501,55 @@ fail:
 
 /* ---- queries ---- */
 
-static bool id_ok(const wk_tokenizer *t, int32_t id) { return t && id >= 0 && id < t->n_vocab; }
+static bool id_ok(const wk_tokenizer *t, int32_t id) {
+    return t && id >= 0 && id < t->n_vocab;
+}
 
-int32_t wk_tokenizer_n_vocab(const wk_tokenizer *t) { return t->n_vocab; }
-int32_t wk_tokenizer_bos(const wk_tokenizer *t) { return t->bos; }
-int32_t wk_tokenizer_eos(const wk_tokenizer *t) { return t->eos; }
-int32_t wk_tokenizer_eot(const wk_tokenizer *t) { return t->eot; }
-bool wk_tokenizer_adds_bos(const wk_tokenizer *t) { return t->add_bos; }
-bool wk_tokenizer_adds_eos(const wk_tokenizer *t) { return t->add_eos; }
-const char *wk_tokenizer_model_name(const wk_tokenizer *t) { return t->model_name; }
-const char *wk_tokenizer_pre_name(const wk_tokenizer *t) { return t->pre_name; }
-const char *wk_tokenizer_chat_template(const wk_tokenizer *t) { return t->chat_template; }
-size_t wk_tokenizer_max_piece(const wk_tokenizer *t) { return t->max_piece; }
+int64_t wk_tokenizer_n_vocab(const wk_tokenizer *t) {
+    return t->n_vocab;
+}
+int32_t wk_tokenizer_bos(const wk_tokenizer *t) {
+    return t->bos;
+}
+int32_t wk_tokenizer_eos(const wk_tokenizer *t) {
+    return t->eos;
+}
+int32_t wk_tokenizer_eot(const wk_tokenizer *t) {
+    return t->eot;
+}
+bool wk_tokenizer_adds_bos(const wk_tokenizer *t) {
+    return t->add_bos;
+}
+bool wk_tokenizer_adds_eos(const wk_tokenizer *t) {
+    return t->add_eos;
+}
+const char *wk_tokenizer_model_name(const wk_tokenizer *t) {
+    return t->model_name;
+}
+const char *wk_tokenizer_pre_name(const wk_tokenizer *t) {
+    return t->pre_name;
+}
+const char *wk_tokenizer_chat_template(const wk_tokenizer *t) {
+    return t->chat_template;
+}
+size_t wk_tokenizer_max_piece(const wk_tokenizer *t) {
+    return t->max_piece;
+}
 
-wk_token_type wk_tokenizer_token_type(const wk_tokenizer *t, int32_t id)
-{
+wk_token_type wk_tokenizer_token_type(const wk_tokenizer *t, int32_t id) {
     return id_ok(t, id) ? (wk_token_type)t->type[id] : (wk_token_type)0;
 }
-bool wk_tokenizer_is_control(const wk_tokenizer *t, int32_t id)
-{
+bool wk_tokenizer_is_control(const wk_tokenizer *t, int32_t id) {
     return id_ok(t, id) && (t->attr[id] & WK_ATTR_CONTROL);
 }
-bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id)
-{
+bool wk_tokenizer_is_special(const wk_tokenizer *t, int32_t id) {
     return id_ok(t, id) &&
            (t->attr[id] & (WK_ATTR_CONTROL | WK_ATTR_USER_DEFINED | WK_ATTR_UNKNOWN));
 }
-bool wk_tokenizer_is_eog(const wk_tokenizer *t, int32_t id)
-{
+bool wk_tokenizer_is_eog(const wk_tokenizer *t, int32_t id) {
     return id_ok(t, id) && (t->attr[id] & WK_ATTR_EOG);
 }
-const char *wk_tokenizer_token_text(const wk_tokenizer *t, int32_t id)
-{
+const char *wk_tokenizer_token_text(const wk_tokenizer *t, int32_t id) {
     return id_ok(t, id) ? wk_tok_str(t, t->text[id]) : NULL;
 }
 
@@ -497,8 +566,7 @@ typedef struct fragvec {
     size_t n, cap;
 } fragvec;
 
-static wk_status frag_push(fragvec *a, size_t off, size_t len, int32_t id)
-{
+static wk_status frag_push(fragvec *a, size_t off, size_t len, int32_t id) {
     if (a->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 16;
         fragment *v = realloc(a->v, cap * sizeof *v);
@@ -513,8 +581,7 @@ static wk_status frag_push(fragvec *a, size_t off, size_t len, int32_t id)
 /* Cut the text at special tokens: each token in turn (longest first) is
  * found left to right in the text fragments that are left. */
 static wk_status split_special(const wk_tokenizer *t, const char *text, size_t len,
-                               bool parse_special, fragvec *frags, fragvec *tmp)
-{
+                               bool parse_special, fragvec *frags, fragvec *tmp) {
     frags->n = 0;
     if (len == 0) return WK_OK;
     wk_status st = frag_push(frags, 0, len, -1);
@@ -562,8 +629,7 @@ typedef struct encoder {
     wk_merge_scratch merge;
 } encoder;
 
-static void encoder_free(encoder *e)
-{
+static void encoder_free(encoder *e) {
     free(e->ids.v);
     free(e->frags.v);
     free(e->tmp.v);
@@ -577,8 +643,7 @@ static void encoder_free(encoder *e)
 
 /* BPE of a text fragment: decode to code points, pre-split into words, map
  * each word's bytes to byte-level characters and merge. */
-static wk_status bpe_fragment(encoder *e, const char *s, size_t n)
-{
+static wk_status bpe_fragment(encoder *e, const char *s, size_t n) {
     if (e->cps_cap < n) {
         uint32_t *c = realloc(e->cps, n * sizeof *c);
         if (!c) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for %zu characters", n);
@@ -610,8 +675,7 @@ static wk_status bpe_fragment(encoder *e, const char *s, size_t n)
 }
 
 /* SentencePiece of a text fragment: optional leading space, spaces to U+2581. */
-static wk_status spm_fragment(encoder *e, const char *s, size_t n, bool prefix_space)
-{
+static wk_status spm_fragment(encoder *e, const char *s, size_t n, bool prefix_space) {
     e->text.n = 0;
     wk_status st = prefix_space ? buf_put(&e->text, "\xe2\x96\x81", 3) : WK_OK;
     size_t run = 0;
@@ -627,11 +691,11 @@ static wk_status spm_fragment(encoder *e, const char *s, size_t n, bool prefix_s
 }
 
 static wk_status encode(encoder *e, const char *text, size_t len, bool add_special,
-                        bool parse_special)
-{
+                        bool parse_special) {
     const wk_tokenizer *t = e->t;
     wk_status st = split_special(t, text, len, parse_special, &e->frags, &e->tmp);
-    if (st == WK_OK && add_special && t->add_bos && t->bos >= 0) st = wk_idvec_push(&e->ids, t->bos);
+    if (st == WK_OK && add_special && t->add_bos && t->bos >= 0)
+        st = wk_idvec_push(&e->ids, t->bos);
     bool prev_special = true; /* SentencePiece: a space before the first text */
     for (size_t f = 0; f < e->frags.n && st == WK_OK; f++) {
         fragment fr = e->frags.v[f];
@@ -645,21 +709,19 @@ static wk_status encode(encoder *e, const char *text, size_t len, bool add_speci
             prev_special = false;
         }
     }
-    if (st == WK_OK && add_special && t->add_eos && t->eos >= 0) st = wk_idvec_push(&e->ids, t->eos);
+    if (st == WK_OK && add_special && t->add_eos && t->eos >= 0)
+        st = wk_idvec_push(&e->ids, t->eos);
     return st;
 }
 
-static wk_status check_args(const wk_tokenizer *t, const char *text, size_t len)
-{
+static wk_status check_args(const wk_tokenizer *t, const char *text, size_t len) {
     if (!t) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL tokenizer");
     if (!text && len) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL text of %zu bytes", len);
     return WK_OK;
 }
 
-wk_status wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len,
-                              bool add_special, bool parse_special, int32_t *out, size_t cap,
-                              size_t *n)
-{
+wk_status wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len, bool add_special,
+                              bool parse_special, int32_t *out, size_t cap, size_t *n) {
     *n = 0;
     wk_status st = check_args(t, text, len);
     if (st != WK_OK) return st;
@@ -678,8 +740,7 @@ wk_status wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t le
 
 wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *t, const char *text, size_t len,
                                     bool add_special, bool parse_special, int32_t **out,
-                                    size_t *n)
-{
+                                    size_t *n) {
     *out = NULL;
     *n = 0;
     wk_status st = check_args(t, text, len);
@@ -699,8 +760,7 @@ wk_status wk_tokenizer_encode_alloc(const wk_tokenizer *t, const char *text, siz
 /* ---- decoding ---- */
 
 wk_status wk_tokenizer_piece(const wk_tokenizer *t, int32_t id, bool render_special,
-                             const char **bytes, size_t *len)
-{
+                             const char **bytes, size_t *len) {
     if (!id_ok(t, id)) {
         *bytes = "";
         *len = 0;
@@ -717,15 +777,18 @@ wk_status wk_tokenizer_piece(const wk_tokenizer *t, int32_t id, bool render_spec
     return WK_OK;
 }
 
+wk_status wk_tokenizer_token_to_piece(const wk_tokenizer *t, int32_t id, const char **piece,
+                                      size_t *len) {
+    return wk_tokenizer_piece(t, id, false, piece, len);
+}
+
 /* llama.cpp's space tidying after detokenizing, for BPE models that ask. */
-static size_t clean_spaces(char *s, size_t n)
-{
+static size_t clean_spaces(char *s, size_t n) {
     /* " ?", " !", " .", " ," lose the space. */
     size_t m = n ? 1 : 0;
     for (size_t i = 1; i < n; i++) {
         char x = s[i];
-        if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ','))
-            m--;
+        if (s[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) m--;
         s[m++] = x;
     }
     n = m;
@@ -748,7 +811,8 @@ static size_t clean_spaces(char *s, size_t n)
             char x1 = s[i + 1];
             if (x1 == 's' || x1 == 'm')
                 m--;
-            else if (i + 2 < n && ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e')))
+            else if (i + 2 < n &&
+                     ((x1 == 'r' && s[i + 2] == 'e') || (x1 == 'v' && s[i + 2] == 'e')))
                 m--;
         }
         s[m++] = x;
@@ -757,8 +821,7 @@ static size_t clean_spaces(char *s, size_t n)
 }
 
 wk_status wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, size_t n,
-                              bool render_special, char *out, size_t cap, size_t *len)
-{
+                              bool render_special, char *out, size_t cap, size_t *len) {
     *len = 0;
     buf b = {0};
     wk_status st = WK_OK;
@@ -791,18 +854,18 @@ wk_status wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, size_t 
 
 /* ---- streaming ---- */
 
-void wk_detok_init(wk_detok_stream *s, const wk_tokenizer *tok, bool render_special)
-{
+void wk_detok_init(wk_detok_stream *s, const wk_tokenizer *tok, bool render_special) {
     memset(s, 0, sizeof *s);
     s->tok = tok;
     s->render_special = render_special;
 }
 
-size_t wk_detok_out_cap(const wk_tokenizer *tok) { return 3 * (tok->max_piece + 4) + 4; }
+size_t wk_detok_out_cap(const wk_tokenizer *tok) {
+    return 3 * (tok->max_piece + 4) + 4;
+}
 
 /* Bytes a lead byte needs, 0 if it can never start a character. */
-static size_t utf8_need(unsigned char c)
-{
+static size_t utf8_need(unsigned char c) {
     if (c < 0x80) return 1;
     if (c >= 0xC2 && c <= 0xDF) return 2;
     if (c >= 0xE0 && c <= 0xEF) return 3;
@@ -812,8 +875,7 @@ static size_t utf8_need(unsigned char c)
 
 /* Whether byte k (>= 1) of a sequence led by c is acceptable (no overlong
  * forms, surrogates or values past U+10FFFF). */
-static bool utf8_cont_ok(unsigned char c, size_t k, unsigned char b)
-{
+static bool utf8_cont_ok(unsigned char c, size_t k, unsigned char b) {
     if ((b & 0xC0) != 0x80) return false;
     if (k != 1) return true;
     if (c == 0xE0) return b >= 0xA0;
@@ -823,8 +885,7 @@ static bool utf8_cont_ok(unsigned char c, size_t k, unsigned char b)
     return true;
 }
 
-wk_status wk_detok_push(wk_detok_stream *s, int32_t id, char *out, size_t cap, size_t *len)
-{
+wk_status wk_detok_push(wk_detok_stream *s, int32_t id, char *out, size_t cap, size_t *len) {
     *len = 0;
     const char *p;
     size_t pl;
@@ -838,7 +899,7 @@ wk_status wk_detok_push(wk_detok_stream *s, int32_t id, char *out, size_t cap, s
     size_t o = 0, i = 0;
     size_t total = s->n_held + pl;
     const unsigned char *pp = (const unsigned char *)p;
-#define AT(k) ((k) < s->n_held ? s->held[(k)] : pp[(k) - s->n_held])
+#define AT(k) ((k) < s->n_held ? s->held[(k)] : pp[(k)-s->n_held])
     while (i < total) {
         unsigned char c = AT(i);
         size_t n = utf8_need(c);
@@ -848,14 +909,17 @@ wk_status wk_detok_push(wk_detok_stream *s, int32_t id, char *out, size_t cap, s
             continue;
         }
         size_t k = 1;
-        while (n && k < n && i + k < total && utf8_cont_ok(c, k, AT(i + k))) k++;
+        while (n && k < n && i + k < total && utf8_cont_ok(c, k, AT(i + k)))
+            k++;
         if (n && k == n) {
-            for (size_t j = 0; j < n; j++) out[o++] = (char)AT(i + j);
+            for (size_t j = 0; j < n; j++)
+                out[o++] = (char)AT(i + j);
             i += n;
         } else if (n && i + k == total) {
             /* A valid start that the next tokens may complete: hold it. */
             unsigned char keep[4];
-            for (size_t j = 0; j < k; j++) keep[j] = AT(i + j);
+            for (size_t j = 0; j < k; j++)
+                keep[j] = AT(i + j);
             memcpy(s->held, keep, k);
             s->n_held = k;
             *len = o;
@@ -872,8 +936,7 @@ wk_status wk_detok_push(wk_detok_stream *s, int32_t id, char *out, size_t cap, s
     return WK_OK;
 }
 
-size_t wk_detok_flush(wk_detok_stream *s, char *out)
-{
+size_t wk_detok_flush(wk_detok_stream *s, char *out) {
     if (!s->n_held) return 0;
     s->n_held = 0;
     memcpy(out, "\xef\xbf\xbd", 3);

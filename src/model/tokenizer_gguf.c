@@ -5,12 +5,13 @@
 #include "core/error.h"
 #include "model/tokenizer_internal.h"
 
-static bool has(const wk_gguf *g, const char *key) { return wk_gguf_find_key(g, key) >= 0; }
+static bool has(const wk_gguf *g, const char *key) {
+    return wk_gguf_find_key(g, key) >= 0;
+}
 
 /* An array key's element type and count, checked. */
 static wk_status get_array(const wk_gguf *g, const char *key, wk_gguf_vtype want, uint64_t min_n,
-                           uint64_t *n)
-{
+                           uint64_t *n) {
     wk_gguf_vtype et;
     wk_status st = wk_gguf_get_arr(g, key, &et, n);
     if (st != WK_OK) return st;
@@ -24,8 +25,7 @@ static wk_status get_array(const wk_gguf *g, const char *key, wk_gguf_vtype want
 }
 
 static wk_status get_strings(const wk_gguf *g, const char *key, uint64_t n, const char ***strs,
-                             size_t **lens)
-{
+                             size_t **lens) {
     *strs = malloc((n ? n : 1) * sizeof **strs);
     *lens = malloc((n ? n : 1) * sizeof **lens);
     if (!*strs || !*lens) return wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for %s", key);
@@ -36,14 +36,12 @@ static wk_status get_strings(const wk_gguf *g, const char *key, uint64_t n, cons
     return WK_OK;
 }
 
-static void get_id(const wk_gguf *g, const char *key, int64_t *out)
-{
+static void get_id(const wk_gguf *g, const char *key, int64_t *out) {
     uint32_t v;
     if (has(g, key) && wk_gguf_get_u32(g, key, &v) == WK_OK) *out = v;
 }
 
-static wk_status get_flag(const wk_gguf *g, const char *key, int *out)
-{
+static wk_status get_flag(const wk_gguf *g, const char *key, int *out) {
     bool v;
     if (!has(g, key)) return WK_OK;
     wk_status st = wk_gguf_get_bool(g, key, &v);
@@ -51,13 +49,11 @@ static wk_status get_flag(const wk_gguf *g, const char *key, int *out)
     return st;
 }
 
-wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out)
-{
+wk_status wk_tokenizer_create(const wk_gguf *g, wk_tokenizer **out) {
     return wk_tokenizer_create_pre(g, NULL, out);
 }
 
-wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk_tokenizer **out)
-{
+wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk_tokenizer **out) {
     *out = NULL;
     if (!g) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL GGUF handle");
     wk_tokenizer_spec spec;
@@ -81,12 +77,15 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
         const void *data;
         st = wk_gguf_get_arr(g, "tokenizer.ggml.scores", &et, &ns);
         if (st == WK_OK && et != WK_GGUF_FLOAT32 && et != WK_GGUF_INT32)
-            st = wk_fail(WK_ERR_FORMAT, "%s: tokenizer.ggml.scores holds elements of type %d, "
-                         "expected float32 or int32", wk_gguf_path(g), (int)et);
+            st = wk_fail(WK_ERR_FORMAT,
+                         "%s: tokenizer.ggml.scores holds elements of type %d, "
+                         "expected float32 or int32",
+                         wk_gguf_path(g), (int)et);
         if (st == WK_OK && ns < n)
-            st = wk_fail(WK_ERR_FORMAT, "%s: tokenizer.ggml.scores has %llu elements, fewer than "
-                         "the %llu tokens", wk_gguf_path(g), (unsigned long long)ns,
-                         (unsigned long long)n);
+            st = wk_fail(WK_ERR_FORMAT,
+                         "%s: tokenizer.ggml.scores has %llu elements, fewer than "
+                         "the %llu tokens",
+                         wk_gguf_path(g), (unsigned long long)ns, (unsigned long long)n);
         if (st == WK_OK) st = wk_gguf_get_arr_data(g, "tokenizer.ggml.scores", &data);
         if (st == WK_OK) {
             scores = malloc(n * sizeof *scores);
@@ -112,8 +111,10 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
         if (st == WK_OK) st = wk_gguf_get_arr_data(g, "tokenizer.ggml.token_type", &data);
         if (st == WK_OK) {
             types = malloc(n * sizeof *types);
-            if (!types) st = wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for token types");
-            else memcpy(types, data, n * sizeof *types);
+            if (!types)
+                st = wk_fail(WK_ERR_NOMEM, "tokenizer: out of memory for token types");
+            else
+                memcpy(types, data, n * sizeof *types);
         }
         spec.types = types;
     }
@@ -132,6 +133,9 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
         get_id(g, "tokenizer.ggml.eom_token_id", &spec.eom);
         get_id(g, "tokenizer.ggml.unknown_token_id", &spec.unk);
         get_id(g, "tokenizer.ggml.padding_token_id", &spec.pad);
+        get_id(g, "tokenizer.ggml.fim_pad_token_id", &spec.fim_pad);
+        get_id(g, "tokenizer.ggml.fim_rep_token_id", &spec.fim_rep);
+        get_id(g, "tokenizer.ggml.fim_sep_token_id", &spec.fim_sep);
         st = get_flag(g, "tokenizer.ggml.add_bos_token", &spec.add_bos);
     }
     if (st == WK_OK) st = get_flag(g, "tokenizer.ggml.add_eos_token", &spec.add_eos);

@@ -45,7 +45,7 @@ typedef struct wk_tokenizer_spec {
     size_t n_merges;
     const char *const *merges;
     const size_t *merge_lens;
-    int64_t bos, eos, eot, eom, unk, pad;
+    int64_t bos, eos, eot, eom, unk, pad, fim_pad, fim_rep, fim_sep;
     int add_bos, add_eos, add_space_prefix;
     const char *chat_template;
 } wk_tokenizer_spec;
@@ -67,11 +67,11 @@ struct wk_tokenizer {
     int32_t n_vocab;
     char *arena; /* token texts, merge texts and pieces, each NUL-terminated */
     size_t arena_len, arena_cap;
-    wk_str *text;    /* per token */
-    wk_str *piece;   /* per token: bytes for decoding */
-    float *score;    /* per token */
-    uint8_t *attr;   /* per token: WK_ATTR_* bits */
-    int32_t *type;   /* per token: the GGUF token type */
+    wk_str *text;  /* per token */
+    wk_str *piece; /* per token: bytes for decoding */
+    float *score;  /* per token */
+    uint8_t *attr; /* per token: WK_ATTR_* bits */
+    int32_t *type; /* per token: the GGUF token type */
     size_t max_piece;
     wk_strmap vocab; /* text -> id */
 
@@ -91,7 +91,9 @@ struct wk_tokenizer {
     char *chat_template;
 };
 
-static inline const char *wk_tok_str(const wk_tokenizer *t, wk_str s) { return t->arena + s.off; }
+static inline const char *wk_tok_str(const wk_tokenizer *t, wk_str s) {
+    return t->arena + s.off;
+}
 
 /* Look a string up in the vocabulary: its id or -1. */
 int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n);
@@ -119,7 +121,7 @@ void wk_merge_scratch_free(wk_merge_scratch *s);
 wk_status wk_bpe_word(const wk_tokenizer *t, const char *word, size_t len, wk_merge_scratch *s,
                       wk_idvec *out);
 /* SentencePiece merges of one fragment (spaces already escaped to U+2581). */
-wk_status wk_spm_fragment(const wk_tokenizer *t, const char *text, size_t len,
-                          wk_merge_scratch *s, wk_idvec *out);
+wk_status wk_spm_fragment(const wk_tokenizer *t, const char *text, size_t len, wk_merge_scratch *s,
+                          wk_idvec *out);
 
 #endif

@@ -1,8 +1,7 @@
 /* wick: UTF-8, general categories, whitespace and GPT-2's byte mapping for the tokenizers. */
 #include "model/unicode.h"
 
-wk_ucat wk_unicode_cat(uint32_t cp)
-{
+wk_ucat wk_unicode_cat(uint32_t cp) {
     if (cp > 0x10FFFF) return WK_UCAT_UNASSIGNED;
     /* Largest entry whose first code point is <= cp. */
     size_t lo = 0, hi = wk_ucat_n_ranges;
@@ -16,11 +15,16 @@ wk_ucat wk_unicode_cat(uint32_t cp)
     return (wk_ucat)(wk_ucat_ranges[lo] & 7);
 }
 
-bool wk_unicode_is_space(uint32_t cp)
-{
+bool wk_unicode_is_space(uint32_t cp) {
     if (cp < 0x80) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
     switch (cp) {
-    case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
     case 0x3000:
         return true;
     default:
@@ -28,8 +32,7 @@ bool wk_unicode_is_space(uint32_t cp)
     }
 }
 
-uint32_t wk_utf8_decode(const unsigned char *s, size_t n, size_t *adv)
-{
+uint32_t wk_utf8_decode(const unsigned char *s, size_t n, size_t *adv) {
     unsigned char c = s[0];
     size_t len;
     uint32_t cp;
@@ -69,8 +72,7 @@ uint32_t wk_utf8_decode(const unsigned char *s, size_t n, size_t *adv)
     return cp;
 }
 
-size_t wk_utf8_encode(uint32_t cp, char *buf)
-{
+size_t wk_utf8_encode(uint32_t cp, char *buf) {
     unsigned char *b = (unsigned char *)buf;
     if (cp < 0x80) {
         b[0] = (unsigned char)cp;
@@ -96,26 +98,21 @@ size_t wk_utf8_encode(uint32_t cp, char *buf)
 
 /* Bytes that are printable Latin-1 map to themselves; the other 68 take
  * U+0100, U+0101, ... in byte order. */
-static bool byte_is_printable(unsigned b)
-{
+static bool byte_is_printable(unsigned b) {
     return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
 }
 
-uint32_t wk_byte_to_cp(unsigned char b)
-{
+/* The 68 others, in byte order: 0x00-0x20 (33), 0x7F-0xA0 (34), 0xAD. */
+uint32_t wk_byte_to_cp(unsigned char b) {
     if (byte_is_printable(b)) return b;
-    unsigned n = 0;
-    for (unsigned i = 0; i < b; i++) n += !byte_is_printable(i);
-    return 256 + n;
+    if (b <= 0x20) return 256u + b;
+    if (b <= 0xA0) return 256u + 33 + (b - 0x7Fu);
+    return 256u + 67; /* 0xAD */
 }
 
-int wk_cp_to_byte(uint32_t cp)
-{
+int wk_cp_to_byte(uint32_t cp) {
     if (cp < 256) return byte_is_printable(cp) ? (int)cp : -1;
-    if (cp >= 256 + 68) return -1;
-    unsigned n = cp - 256;
-    for (unsigned i = 0; i < 256; i++) {
-        if (!byte_is_printable(i) && n-- == 0) return (int)i;
-    }
-    return -1;
+    if (cp < 256 + 33) return (int)(cp - 256);
+    if (cp < 256 + 67) return (int)(0x7F + cp - 256 - 33);
+    return cp == 256 + 67 ? 0xAD : -1;
 }

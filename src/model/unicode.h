@@ -40,8 +40,7 @@ uint32_t wk_utf8_decode(const unsigned char *s, size_t n, size_t *adv);
 size_t wk_utf8_encode(uint32_t cp, char *buf);
 /* Length of the sequence a lead byte announces (1 for continuation bytes),
  * the way llama.cpp splits text into symbols. */
-static inline size_t wk_utf8_lead_len(unsigned char c)
-{
+static inline size_t wk_utf8_lead_len(unsigned char c) {
     static const unsigned char len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
     return len[c >> 4];
 }

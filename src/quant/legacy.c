@@ -91,12 +91,14 @@ static float wk_inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 
 /* trunc(scaled + offset), capped at top: the references' "add 0.5 (or 8.5, 16.5) and
  * truncate". scaled was rounded to float by the caller before the add (no fusion). The sum
- * is never negative for finite input, so the conversion truncates toward zero like trunc. */
+ * is never negative for finite input; NaN (from inf or NaN input) gives code 0 rather than
+ * an undefined conversion. */
 static uint8_t wk_trunc_code(float scaled, float offset, int top)
 {
     float t = scaled + offset;
-    int q = (int)t;
-    return (uint8_t)(q > top ? top : q);
+    if (!(t > 0.0f)) return 0;
+    if (t >= (float)top) return (uint8_t)top;
+    return (uint8_t)(int)t;
 }
 
 /* 32 five-bit codes: low nibbles packed two per byte (element j low, j+16 high), bit 4 of
@@ -124,8 +126,16 @@ static void wk_unpack5(const uint8_t *qs, const uint8_t *qh, int *q)
 }
 
 /* Round half away from zero: C's roundf, which is what gguf's np_roundf computes
- * (floor(a) + floor(2*(a - floor(a))) is exact for |a| < 2^23). */
-static int8_t wk_round_i8(float v) { return (int8_t)roundf(v); }
+ * (floor(a) + floor(2*(a - floor(a))) is exact for |a| < 2^23). For finite input |v| is at
+ * most 127 and a little rounding, so the clamp changes nothing; NaN gives 0. */
+static int8_t wk_round_i8(float v)
+{
+    float r = roundf(v);
+    if (r != r) return 0;
+    if (r > 127.0f) return 127;
+    if (r < -127.0f) return -127;
+    return (int8_t)r;
+}
 
 /* ---- per-block dequantizers: one block to 32 floats ---------------------------------- */
 

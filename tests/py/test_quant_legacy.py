@@ -106,6 +106,45 @@ def tie_rows(rng, n, qtype):
     return rows
 
 
+def fma_block(rng, qtype, symmetric, top, off):
+    """One block for fma_rows: its scale from a random max, elements at the sensitive points
+    where one exists near them. Returns the block and its count of sensitive elements."""
+    f32 = np.float32
+    m = f32(rng.uniform(0.5, 4.0))
+    if symmetric:
+        m = m if rng.random() < 0.5 else -m
+        d = m / f32(-top)
+    else:
+        d = (m - f32(0)) / f32(top)
+    inv = f32(1) / d
+    blk = np.empty(32, dtype=np.float32)
+    hits = 0
+    pos = rng.choice(32, 2, replace=False)  # where the max (and, affine, the min 0) go
+    for j in range(32):
+        if j in pos:
+            continue
+        # affine: only products just below 1/2 can be sensitive; mix in other codes too
+        k = int(rng.integers(top // 2, top)) if symmetric else int(rng.integers(0, top)) * (j % 2)
+        target = -(k + 0.5) if symmetric else k + 0.5
+        x0 = f32(target / float(inv))
+        blk[j] = x0
+        cand = x0
+        for _ in range(3):
+            cand = np.nextafter(cand, f32(-np.inf))
+        for _ in range(7):
+            exact = float(cand) * float(inv)  # exact: 24 + 24 bits fit a double
+            fused = int(np.trunc(f32(exact + float(off))))
+            unfused = int(np.trunc(f32(cand * inv) + off))
+            if fused != unfused and (symmetric or cand > 0):
+                blk[j] = cand
+                hits += 1
+                break
+            cand = np.nextafter(cand, f32(np.inf))
+    blk[pos[0]] = m
+    blk[pos[1]] = 0.0 if not symmetric else m / f32(2)
+    return blk, hits
+
+
 def fma_rows(rng, n, qtype):
     """Rows where contracting (x - min)*id + offset into a fused multiply-add changes codes.
 
@@ -123,36 +162,11 @@ def fma_rows(rng, n, qtype):
     x = np.empty(n, dtype=np.float32)
     sensitive = 0
     for b in range(n // 32):
-        m = f32(rng.uniform(0.5, 4.0))
-        if symmetric:
-            m = m if rng.random() < 0.5 else -m
-            d = m / f32(-top)
-        else:
-            d = (m - f32(0)) / f32(top)
-        inv = f32(1) / d
-        blk = np.empty(32, dtype=np.float32)
-        for j in range(32):
-            k = int(rng.integers(top // 2, top)) if symmetric else int(rng.integers(0, 2) * rng.integers(0, top))
-            target = -(k + 0.5) if symmetric else k + 0.5
-            x0 = f32(target / float(inv))
-            pick = x0
-            cand = x0
-            for _ in range(3):
-                cand = np.nextafter(cand, f32(-np.inf))
-            for _ in range(7):
-                exact = float(cand) * float(inv)  # exact: 24 + 24 bits fit a double
-                fused = int(np.trunc(f32(exact + float(off))))
-                unfused = int(np.trunc(f32(cand * inv) + off))
-                if fused != unfused and (symmetric or cand > 0):
-                    pick = cand
-                    sensitive += 1
-                    break
-                cand = np.nextafter(cand, f32(np.inf))
-            blk[j] = pick
-        pos = rng.choice(32, 2, replace=False)
-        blk[pos[0]] = m
-        if not symmetric:
-            blk[pos[1]] = 0.0
+        for _attempt in range(200):  # redraw the block's scale until one element is sensitive
+            blk, hits = fma_block(rng, qtype, symmetric, top, off)
+            if hits:
+                break
+        sensitive += hits
         x[b * 32:(b + 1) * 32] = blk
     return x, sensitive
 
@@ -217,7 +231,8 @@ def main():
         nq = nd = 0
         for n in LENGTHS:
             for label, x in make_rows(rng, n, qtype):
-                ref_q = np.asarray(quants.quantize(x.reshape(1, n), qtype)).reshape(-1)
+                with np.errstate(over="ignore"):  # F16 rows that overflow to inf on purpose
+                    ref_q = np.asarray(quants.quantize(x.reshape(1, n), qtype)).reshape(-1)
                 ref_bytes = ref_q.tobytes()
                 got = wick_quantize(lib, qtype, x)
                 nq += 1

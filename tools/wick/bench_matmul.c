@@ -26,7 +26,9 @@ static const char *const usage =
     "  --forms      comma-separated forms: quantized,f32,f16,precise (default all)\n"
     "  --device     cpu (default) or cuda\n"
     "  -t           threads (default WICK_NUM_THREADS, else the number of cores)\n"
-    "  --csv        also write rows type,m,form,device,threads,ms,gbps to FILE\n";
+    "  --csv        also write rows type,m,form,device,threads,ms,gbps to FILE\n"
+    "  --no-rotate  time one copy of each weight (by default calls rotate over enough copies\n"
+    "               to make 384 MiB, so that weights come from memory, not the cache)\n";
 
 static double now_s(void)
 {
@@ -67,6 +69,7 @@ typedef struct {
     const char *csv_path;
     FILE *csv;
     double bw; /* GB/s, or <= 0 when not measured */
+    bool rotate; /* several copies of each weight (off with --no-rotate) */
 } bench_ctx;
 
 /* Check y (rows 0 and m-1, every 4th column) against float64 of the dequantized weight. */
@@ -88,11 +91,17 @@ static double check_error(const float *wf, const float *x, const float *y, int64
     return r > 0 ? sqrt(d / r) : sqrt(d);
 }
 
-/* Time forward calls: 3 warm-ups, 7 batches, best batch's mean per call in ms. */
-static double time_forward(wk_engine *e, wk_qmatmul *mm, const void *x, int64_t m, int64_t k, float *y)
+/* Time forward calls: 3 warm-ups, 7 batches, best batch's mean per call in ms. Calls
+ * rotate over the copies of the weight, so that the weights come from memory, not from
+ * a cache that holds one copy. */
+#define WORKING_SET (384u << 20)
+#define MAX_COPIES 24
+static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void *x, int64_t m,
+                           int64_t k, float *y)
 {
     double t0 = now_s();
-    for (int i = 0; i < 3; i++) wk_qmatmul_forward(mm, x, WK_TYPE_F32, m, k, y);
+    int next = 0;
+    for (int i = 0; i < 3; i++) wk_qmatmul_forward(mm[next++ % copies], x, WK_TYPE_F32, m, k, y);
     wk_engine_synchronize(e);
     double per = (now_s() - t0) / 3;
     int batch = per > 0 ? (int)(0.04 / per) : 200;
@@ -101,7 +110,7 @@ static double time_forward(wk_engine *e, wk_qmatmul *mm, const void *x, int64_t 
     double best = 1e30;
     for (int b = 0; b < 7; b++) {
         double s = now_s();
-        for (int i = 0; i < batch; i++) wk_qmatmul_forward(mm, x, WK_TYPE_F32, m, k, y);
+        for (int i = 0; i < batch; i++) wk_qmatmul_forward(mm[next++ % copies], x, WK_TYPE_F32, m, k, y);
         wk_engine_synchronize(e);
         double t = (now_s() - s) / batch;
         if (t < best) best = t;
@@ -147,31 +156,43 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
     for (int fi = 0; fi < n_forms && !rc; fi++) {
         wk_form f;
         wk_form_from_name(forms[fi], &f);
-        wk_qtensor *w = NULL;
-        wk_qmatmul *mm = NULL;
-        if (wk_qtensor_create(t, 2, dims, &w)) {
-            rc = cli_error("bench matmul: %s", wk_last_error());
-            break;
+        wk_qmatmul *mm[MAX_COPIES] = {NULL};
+        int copies = 1;
+        for (int ci = 0; ci < copies && !rc; ci++) {
+            wk_qtensor *w = NULL;
+            if (wk_qtensor_create(t, 2, dims, &w)) {
+                rc = cli_error("bench matmul: %s", wk_last_error());
+                break;
+            }
+            memcpy((void *)wk_qtensor_data(w), wk_qtensor_data(w0), wk_qtensor_nbytes(w0));
+            if (wk_qmatmul_create(b->e, w, f, &mm[ci])) {
+                rc = cli_error("bench matmul: %s %s form: %s", wk_type_name(t), forms[fi], wk_last_error());
+                wk_qtensor_free(w);
+                break;
+            }
+            if (ci == 0) {
+                resolved[fi] = wk_qmatmul_form(mm[0]);
+                wbytes[fi] = wk_qmatmul_nbytes(mm[0]);
+                /* A dense weight maps several requests onto one form: measure it once. */
+                bool dup = false;
+                for (int j = 0; j < fi; j++) dup |= done[j] && resolved[j] == resolved[fi];
+                if (dup) break;
+                if (b->rotate) {
+                    size_t want = (WORKING_SET + wbytes[fi] - 1) / wbytes[fi];
+                    copies = want > MAX_COPIES ? MAX_COPIES : (int)want;
+                }
+            }
         }
-        memcpy((void *)wk_qtensor_data(w), wk_qtensor_data(w0), wk_qtensor_nbytes(w0));
-        if (wk_qmatmul_create(b->e, w, f, &mm)) {
-            rc = cli_error("bench matmul: %s %s form: %s", wk_type_name(t), forms[fi], wk_last_error());
-            wk_qtensor_free(w);
-            break;
-        }
-        resolved[fi] = wk_qmatmul_form(mm);
-        /* A dense weight maps several requests onto one form: measure it once. */
         bool dup = false;
         for (int j = 0; j < fi; j++) dup |= done[j] && resolved[j] == resolved[fi];
-        if (dup) {
-            wk_qmatmul_free(mm);
+        if (rc || dup) {
+            for (int ci = 0; ci < MAX_COPIES; ci++) wk_qmatmul_free(mm[ci]);
             continue;
         }
-        wbytes[fi] = wk_qmatmul_nbytes(mm);
         double tol = resolved[fi] == WK_FORM_QUANTIZED ? 3e-2 : resolved[fi] == WK_FORM_F16 ? 3e-3 : 1e-4;
         for (int mi = 0; mi < n_ms && !rc; mi++) {
             int64_t m = ms[mi];
-            if (wk_qmatmul_forward(mm, dx, WK_TYPE_F32, m, k, dy) || wk_engine_synchronize(b->e) ||
+            if (wk_qmatmul_forward(mm[0], dx, WK_TYPE_F32, m, k, dy) || wk_engine_synchronize(b->e) ||
                 wk_engine_download(b->e, y, dy, sizeof(float) * (size_t)(m * n))) {
                 rc = cli_error("bench matmul: %s %s m=%lld: %s", wk_type_name(t),
                                wk_form_name(resolved[fi]), (long long)m, wk_last_error());
@@ -184,10 +205,10 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
                                (long long)m, err, tol);
                 break;
             }
-            ms_table[fi][mi] = time_forward(b->e, mm, dx, m, k, dy);
+            ms_table[fi][mi] = time_forward(b->e, mm, copies, dx, m, k, dy);
         }
         done[fi] = !rc;
-        wk_qmatmul_free(mm);
+        for (int ci = 0; ci < MAX_COPIES; ci++) wk_qmatmul_free(mm[ci]);
     }
 
     for (int mi = 0; mi < n_ms && !rc; mi++) {
@@ -227,7 +248,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
 
 int cmd_bench_matmul(int argc, char **argv)
 {
-    bench_ctx b = {.n = 8192, .k = 4096};
+    bench_ctx b = {.n = 8192, .k = 4096, .rotate = true};
     char types_buf[512] = "q8_0,q4_k,q4_0,q5_0,q6_k,q4_1,q2_k,f16";
     char ms_buf[256] = "1,2,4,8,16,64,256";
     char forms_buf[256] = "quantized,f32,f16,precise";
@@ -238,6 +259,10 @@ int cmd_bench_matmul(int argc, char **argv)
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
             return 0;
+        }
+        if (!strcmp(a, "--no-rotate")) {
+            b.rotate = false;
+            continue;
         }
         if (i + 1 >= argc) return cli_usage_error("bench matmul: %s needs a value", a);
         const char *v = argv[++i];

@@ -246,10 +246,9 @@ WK_INLINE void wk_prep_q6_K(const void *b, wk_kprep *p)
     const wk_block_q6_K *x = b;
     p->d = wk_h2f(x->d);
     p->dmin = 0.0f;
-    for (int g = 0; g < 16; g++) {
-        p->sc[g] = x->scales[g];
-        p->mn[g] = 0;
-    }
+    __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
+    _mm256_storeu_si256((__m256i *)p->sc, sc);
+    _mm256_storeu_si256((__m256i *)p->mn, _mm256_setzero_si256());
 }
 
 WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
@@ -516,66 +515,82 @@ WK_INLINE float wk_elem_f16(const void *w, int64_t i) { return wk_h2f(((const ui
 WK_INLINE float wk_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_float(((const uint16_t *)w)[i]); }
 WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
 
-/* BS: elements per block; BB: bytes per block; ELEM: scalar tail (dense types only). */
-#define WK_F32_TILE(T, BS, BB, ELEM, R, C)                                                         \
-    static void wk_ftile_##T##_##R##x##C(int64_t k, const char *w, size_t ws, const char *x,     \
-                                          size_t xs, float *y, size_t ldy)                        \
+/* The precise form runs per group of 4 columns: their weights are dequantized a segment
+ * of k at a time into an L1-resident buffer, which then serves every row (2 rows x 4
+ * columns of FMAs per step). Each output accumulates 8 lanes over k in order, then a
+ * fixed horizontal sum: the same operations whatever the tile, the segment or the split
+ * among threads. */
+#define WK_KSEG 1024 /* elements per segment: a multiple of every block size */
+
+#define WK_FMA_TILE(R, C)                                                                          \
+    static void wk_fma_tile_##R##x##C(int64_t len, const float (*tmp)[WK_KSEG], const char *x,    \
+                                      size_t xs, __m256 *acc)                                      \
     {                                                                                              \
-        __m256 acc[R][C];                                                                          \
+        __m256 a[R][C];                                                                            \
         for (int r = 0; r < R; r++)                                                                \
-            for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();                           \
-        float tmp[C][BS] __attribute__((aligned(32)));                                             \
-        int64_t nb = k / BS;                                                                       \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            for (int c = 0; c < C; c++) wk_deq_##T(w + c * ws + b * (BB), tmp[c]);                  \
-            for (int i = 0; i < BS; i += 8) {                                                      \
-                for (int r = 0; r < R; r++) {                                                      \
-                    __m256 xv = _mm256_loadu_ps((const float *)(x + r * xs) + b * BS + i);         \
-                    for (int c = 0; c < C; c++)                                                    \
-                        acc[r][c] = _mm256_fmadd_ps(_mm256_load_ps(tmp[c] + i), xv, acc[r][c]);    \
-                }                                                                                  \
+            for (int c = 0; c < C; c++) a[r][c] = acc[4 * r + c];                                  \
+        for (int64_t i = 0; i < len; i += 8) {                                                     \
+            for (int r = 0; r < R; r++) {                                                          \
+                __m256 xv = _mm256_loadu_ps((const float *)(x + r * xs) + i);                      \
+                for (int c = 0; c < C; c++)                                                        \
+                    a[r][c] = _mm256_fmadd_ps(_mm256_load_ps(tmp[c] + i), xv, a[r][c]);            \
             }                                                                                      \
         }                                                                                          \
         for (int r = 0; r < R; r++)                                                                \
-            for (int c = 0; c < C; c++) {                                                          \
-                float s = wk_hsum(acc[r][c]);                                                      \
-                for (int64_t i = nb * BS; i < k; i++)                                              \
-                    s += ELEM(w + c * ws, i) * ((const float *)(x + r * xs))[i];                   \
-                y[r * ldy + c] = s;                                                                \
-            }                                                                                      \
+            for (int c = 0; c < C; c++) acc[4 * r + c] = a[r][c];                                  \
     }
 
-#define WK_F32_TILE_AT(T, BS, BB, ELEM, R, C) WK_F32_TILE(T, BS, BB, ELEM, R, C)
+WK_FMA_TILE(1, 1)
+WK_FMA_TILE(1, 2)
+WK_FMA_TILE(1, 3)
+WK_FMA_TILE(1, 4)
+WK_FMA_TILE(2, 1)
+WK_FMA_TILE(2, 2)
+WK_FMA_TILE(2, 3)
+WK_FMA_TILE(2, 4)
 
-typedef void (*wk_ftile_fn)(int64_t k, const char *w, size_t ws, const char *x, size_t xs,
-                            float *y, size_t ldy);
+typedef void (*wk_fma_tile_fn)(int64_t len, const float (*tmp)[WK_KSEG], const char *x, size_t xs,
+                               __m256 *acc);
+static wk_fma_tile_fn const wk_fma_tiles[2][4] = {
+    {wk_fma_tile_1x1, wk_fma_tile_1x2, wk_fma_tile_1x3, wk_fma_tile_1x4},
+    {wk_fma_tile_2x1, wk_fma_tile_2x2, wk_fma_tile_2x3, wk_fma_tile_2x4},
+};
 
-static void wk_run_ftiles(wk_ftile_fn const tiles[4][4], int64_t k, int64_t nr, int64_t nc,
-                          const char *w, size_t ws, const char *x, size_t xs, float *y, size_t ldy)
-{
-    int R = nr >= 4 ? 4 : (int)nr;
-    int C = nr >= 2 ? 2 : 4;
-    for (int64_t c0 = 0; c0 < nc; c0 += C) {
-        int cc = nc - c0 < C ? (int)(nc - c0) : C;
-        for (int64_t r0 = 0; r0 < nr; r0 += R) {
-            int rr = nr - r0 < R ? (int)(nr - r0) : R;
-            tiles[rr - 1][cc - 1](k, w + c0 * ws, ws, x + r0 * xs, xs, y + r0 * ldy + c0, ldy);
-        }
-    }
-}
-
+/* BS: elements per block; BB: bytes per block; DEQ: a block to BS floats; ELEM: one
+ * element, for the k % 32 tail of dense weights. */
 #define WK_F32_GEMM(T, BS, BB, ELEM)                                                               \
-    WK_FOR_TILES(WK_F32_TILE_AT, T, BS, BB, ELEM)                                                  \
-    static wk_ftile_fn const wk_ftiles_##T[4][4] = {                                               \
-        {wk_ftile_##T##_1x1, wk_ftile_##T##_1x2, wk_ftile_##T##_1x3, wk_ftile_##T##_1x4},          \
-        {wk_ftile_##T##_2x1, wk_ftile_##T##_2x2, wk_ftile_##T##_2x3, wk_ftile_##T##_2x4},          \
-        {wk_ftile_##T##_3x1, wk_ftile_##T##_3x2, wk_ftile_##T##_3x3, wk_ftile_##T##_3x4},          \
-        {wk_ftile_##T##_4x1, wk_ftile_##T##_4x2, wk_ftile_##T##_4x3, wk_ftile_##T##_4x4},          \
-    };                                                                                             \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
-        wk_run_ftiles(wk_ftiles_##T, k, nr, nc, w, ws, x, xs, y, ldy);                             \
+        float tmp[4][WK_KSEG] __attribute__((aligned(32)));                                        \
+        __m256 acc[4 * nr];                                                                        \
+        int64_t kfull = k / (BS) * (BS);                                                           \
+        for (int64_t c0 = 0; c0 < nc; c0 += 4) {                                                   \
+            int cc = nc - c0 < 4 ? (int)(nc - c0) : 4;                                             \
+            for (int64_t i = 0; i < 4 * nr; i++) acc[i] = _mm256_setzero_ps();                     \
+            for (int64_t s0 = 0; s0 < kfull; s0 += WK_KSEG) {                                      \
+                int64_t len = kfull - s0 < WK_KSEG ? kfull - s0 : WK_KSEG;                         \
+                for (int c = 0; c < cc; c++) {                                                     \
+                    const char *wr = (const char *)w + (c0 + c) * ws + (s0 / (BS)) * (BB);         \
+                    for (int64_t bi = 0; bi < len / (BS); bi++)                                    \
+                        wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS));                            \
+                }                                                                                  \
+                for (int64_t r0 = 0; r0 < nr; r0 += 2) {                                           \
+                    int rr = nr - r0 < 2 ? (int)(nr - r0) : 2;                                     \
+                    wk_fma_tiles[rr - 1][cc - 1](len, (const float (*)[WK_KSEG])tmp,               \
+                                                 (const char *)x + r0 * xs + s0 * sizeof(float),   \
+                                                 xs, acc + 4 * r0);                                \
+                }                                                                                  \
+            }                                                                                      \
+            for (int64_t r = 0; r < nr; r++)                                                       \
+                for (int c = 0; c < cc; c++) {                                                     \
+                    float s = wk_hsum(acc[4 * r + c]);                                             \
+                    const char *wr = (const char *)w + (c0 + c) * ws;                              \
+                    for (int64_t i = kfull; i < k; i++)                                            \
+                        s += ELEM(wr, i) * ((const float *)((const char *)x + r * xs))[i];         \
+                    y[r * ldy + c0 + c] = s;                                                       \
+                }                                                                                  \
+        }                                                                                          \
     }
 
 WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)

@@ -1,0 +1,587 @@
+/* AVX2 kernels of the repacked layouts (see cpu/repack.h): 8 output columns per
+ * register, activation bytes broadcast four at a time, a tile of up to 4 activation
+ * rows per loaded weight block. For 4-bit weights the 16-bit pair sums of up to 16
+ * products are added before widening (at most 16 * 15 * 127 = 30480: no overflow). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kernels.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+#define WK_INLINE static inline __attribute__((always_inline))
+
+WK_INLINE __m256i wk_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+WK_INLINE __m256 wk_load_f16x8(const void *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* ---- Q8_0x8 --------------------------------------------------------------------- */
+#define WK_Q8_0X8_TILE(R)                                                                          \
+    static void wk_q8_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        const __m256i ones = _mm256_set1_epi16(1);                                                 \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q8_0);                                \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int s = 0; s < 8; s++) {                                                          \
+                __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));             \
+                __m256i wa = _mm256_sign_epi8(wq, wq);                                             \
+                for (int r = 0; r < R; r++) {                                                      \
+                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
+                    __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);                  \
+                    isum[r] = _mm256_add_epi32(                                                    \
+                        isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));           \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
+                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q8_0X8_TILE(1)
+WK_Q8_0X8_TILE(2)
+WK_Q8_0X8_TILE(3)
+WK_Q8_0X8_TILE(4)
+
+static void wk_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q8_0x8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_q8_0x8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_q8_0x8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_q8_0x8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
+/* ---- Q4_0x8: unsigned nibbles q; sum((q - 8) * x) = sum(q * x) - 8 * sum(x) ------------ */
+#define WK_Q4_0X8_TILE(R)                                                                          \
+    static void wk_q4_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   const int16_t *sx, float *y, size_t ldy)                        \
+    {                                                                                              \
+        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_0);                                \
+            __m256i p16[R];                                                                        \
+            for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                           \
+            for (int s = 0; s < 4; s++) {                                                          \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));              \
+                __m256i lo = _mm256_and_si256(v, m4);                                              \
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
+                for (int r = 0; r < R; r++) {                                                      \
+                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
+                    __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));               \
+                    __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));          \
+                    p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                     \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
+                __m256i i32 = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones),                    \
+                                               _mm256_set1_epi32(8 * sx[r * nb + b]));             \
+                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), sc, acc[r]);                     \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q4_0X8_TILE(1)
+WK_Q4_0X8_TILE(2)
+WK_Q4_0X8_TILE(3)
+WK_Q4_0X8_TILE(4)
+
+/* Sum of the 32 activation quants of a block. */
+WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
+{
+    __m256i v = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1),
+                                                       _mm256_loadu_si256((const __m256i *)qs)),
+                                  _mm256_set1_epi16(1));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return (int16_t)_mm_cvtsi128_si32(s);
+}
+
+static void wk_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    int16_t sx[4 * nb];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t r = 0; r < rr; r++)
+            for (int64_t b = 0; b < nb; b++)
+                sx[r * nb + b] = wk_q8_block_sum(((const wk_block_q8_0 *)(xr + r * xs) + b)->qs);
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q4_0x8_tile_1(nb, wg, xr, xs, sx, yg, ldy); break;
+            case 2: wk_q4_0x8_tile_2(nb, wg, xr, xs, sx, yg, ldy); break;
+            case 3: wk_q4_0x8_tile_3(nb, wg, xr, xs, sx, yg, ldy); break;
+            default: wk_q4_0x8_tile_4(nb, wg, xr, xs, sx, yg, ldy); break;
+            }
+        }
+    }
+}
+
+/* ---- Q4_Kx8 ----------------------------------------------------------------------- */
+/* 64 six-bit values (index j*8 + c) from their 48-byte encoding (repack.c). */
+WK_INLINE void wk_k4x8_decode(const uint8_t *enc, uint8_t out[64])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    __m256i a = _mm256_loadu_si256((const __m256i *)enc);
+    __m128i b = _mm_loadu_si128((const __m128i *)(enc + 32));
+    __m256i bb = _mm256_set_m128i(b, b);
+    __m256i hl = _mm256_and_si256(_mm256_srlv_epi32(bb, _mm256_set_epi32(2, 2, 2, 2, 0, 0, 0, 0)), m3);
+    __m256i hh = _mm256_and_si256(_mm256_srlv_epi32(bb, _mm256_set_epi32(6, 6, 6, 6, 4, 4, 4, 4)), m3);
+    __m256i lo = _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(hl, 4));
+    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m4), _mm256_slli_epi16(hh, 4));
+    _mm256_storeu_si256((__m256i *)out, lo);
+    _mm256_storeu_si256((__m256i *)(out + 32), hi);
+}
+
+/* 8 bytes (one per column) -> 16 x i16 with each value twice (the pair lanes of a column). */
+WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
+{
+    __m128i w = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)v));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+}
+
+#define WK_Q4_KX8_TILE(R)                                                                          \
+    static void wk_q4_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_K);                                \
+            uint8_t sc[64], mn[64];                                                                \
+            wk_k4x8_decode(blk + 32, sc);                                                          \
+            wk_k4x8_decode(blk + 80, mn);                                                          \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int p = 0; p < 4; p++) {                                                          \
+                __m256i plo[R], phi[R];                                                            \
+                for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();              \
+                for (int s = 0; s < 8; s++) {                                                      \
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s)); \
+                    __m256i lo = _mm256_and_si256(v, m4);                                          \
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                    \
+                    for (int r = 0; r < R; r++) {                                                  \
+                        const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
+                        plo[r] = _mm256_add_epi16(                                                 \
+                            plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));              \
+                        phi[r] = _mm256_add_epi16(                                                 \
+                            phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));         \
+                    }                                                                              \
+                }                                                                                  \
+                __m256i slo = wk_dup_cols(sc + 8 * (2 * p)), shi = wk_dup_cols(sc + 8 * (2 * p + 1)); \
+                for (int r = 0; r < R; r++)                                                        \
+                    isum[r] = _mm256_add_epi32(                                                    \
+                        isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),                  \
+                                                  _mm256_madd_epi16(phi[r], shi)));                \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);                       \
+            __m256i mnp[4];                                                                        \
+            for (int q = 0; q < 4; q++)                                                            \
+                mnp[q] = _mm256_cvtepu8_epi16(                                                     \
+                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),             \
+                                      _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));       \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
+                __m256i msum = _mm256_setzero_si256();                                             \
+                for (int q = 0; q < 4; q++) {                                                      \
+                    int bs0 = xb->bsums[4 * q] + xb->bsums[4 * q + 1];                             \
+                    int bs1 = xb->bsums[4 * q + 2] + xb->bsums[4 * q + 3];                         \
+                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) |               \
+                                                         ((uint32_t)bs1 << 16)));                  \
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));                  \
+                }                                                                                  \
+                __m256 dx = _mm256_set1_ps(xb->d);                                                 \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx),       \
+                                         acc[r]);                                                  \
+                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx),      \
+                                          acc[r]);                                                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q4_KX8_TILE(1)
+WK_Q4_KX8_TILE(2)
+WK_Q4_KX8_TILE(3)
+WK_Q4_KX8_TILE(4)
+
+static void wk_packed_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q4_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_q4_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_q4_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_q4_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
+/* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
+ * Q5 codes (up to 31) are widened every two loads (8 products per 16-bit lane). */
+WK_INLINE __m256i wk_mask_bytes(const uint8_t *p)
+{
+    uint32_t bits;
+    memcpy(&bits, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
+                                           0x0101010101010101ll, 0x0000000000000000ll);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
+    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, sel), sel), _mm256_set1_epi8(0x10));
+}
+
+#define WK_LEG_TILE(NAME, R, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                              \
+    static void NAME##_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,               \
+                           const int16_t *sx, float *y, size_t ldy)                                \
+    {                                                                                              \
+        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * (BB);                                                 \
+            __m256i p16[R], i32[R];                                                                \
+            for (int r = 0; r < R; r++) p16[r] = i32[r] = _mm256_setzero_si256();                  \
+            for (int s = 0; s < 4; s++) {                                                          \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));          \
+                __m256i lo = _mm256_and_si256(v, m4);                                              \
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
+                if (Q5) {                                                                          \
+                    lo = _mm256_or_si256(lo, wk_mask_bytes(blk + (MOFF) + 8 * s));                 \
+                    hi = _mm256_or_si256(hi, wk_mask_bytes(blk + (MOFF) + 8 * s + 4));             \
+                }                                                                                  \
+                for (int r = 0; r < R; r++) {                                                      \
+                    const XB *xb = (const XB *)(x + r * xs) + b;                                   \
+                    __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));               \
+                    __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));          \
+                    p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                     \
+                    if (!Q5 ? s == 3 : (s & 1)) {                                                  \
+                        i32[r] = _mm256_add_epi32(i32[r], _mm256_madd_epi16(p16[r], ones));        \
+                        p16[r] = _mm256_setzero_si256();                                           \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                __m256i v = i32[r];                                                                \
+                if (OFFSET) v = _mm256_sub_epi32(v, _mm256_set1_epi32((OFFSET) * sx[r * nb + b])); \
+                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, acc[r]);                       \
+                if (HAS_MIN)                                                                       \
+                    acc[r] = _mm256_fmadd_ps(wk_load_f16x8(blk + 16),                              \
+                                             _mm256_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);     \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+/* The s field of a Q8_1 activation block (a Q8_0 block has none and is never asked). */
+#define wk_act_s(xb) _Generic((xb), const wk_block_q8_1 *: wk_q8_1_s, default: wk_q8_0_s)(xb)
+WK_INLINE uint16_t wk_q8_1_s(const wk_block_q8_1 *b) { return b->s; }
+WK_INLINE uint16_t wk_q8_0_s(const void *b) { (void)b; return 0; }
+
+typedef void (*wk_leg_tile_fn)(int64_t nb, const uint8_t *w, const char *x, size_t xs,
+                               const int16_t *sx, float *y, size_t ldy);
+
+#define WK_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
+    WK_LEG_TILE(NAME, 1, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
+    WK_LEG_TILE(NAME, 2, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
+    WK_LEG_TILE(NAME, 3, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
+    WK_LEG_TILE(NAME, 4, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
+    static wk_leg_tile_fn const NAME[4] = {NAME##_1, NAME##_2, NAME##_3, NAME##_4};
+
+WK_LEG_TILES(wk_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
+WK_LEG_TILES(wk_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
+WK_LEG_TILES(wk_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
+
+/* Row tiles of 4 (the block sums of x computed once per tile when an offset needs them),
+ * then the groups of 8 columns. */
+static void wk_packed_legacy(wk_leg_tile_fn const tiles[4], bool sums, size_t xb_bytes, size_t qs_off,
+                             int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                             const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    int16_t sx[4 * nb];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        if (sums)
+            for (int64_t r = 0; r < rr; r++)
+                for (int64_t b = 0; b < nb; b++)
+                    sx[r * nb + b] = wk_q8_block_sum((const int8_t *)(xr + r * xs + b * xb_bytes + qs_off));
+        for (int64_t g = 0; g < nc / 8; g++)
+            tiles[rr - 1](nb, (const uint8_t *)w + g * 8 * ws, xr, xs, sx, y + r0 * ldy + 8 * g, ldy);
+    }
+}
+
+static void wk_packed_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_packed_legacy(wk_q4_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_packed_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_packed_legacy(wk_q5_0x8, true, sizeof(wk_block_q8_0), 2, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_packed_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_packed_legacy(wk_q5_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+/* ---- Q6_Kx8: 6-bit codes (value + 32), int8 scale per 16 elements --------------------
+ * Codes up to 63: widened every two steps, times the group's scale in _mm256_madd_epi16.
+ * The +32 of the codes is taken off through the activation's bsums. */
+WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
+{
+    __m128i w = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)v));
+    return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+}
+
+#define WK_Q6_KX8_TILE(R)                                                                          \
+    static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);                       \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);                                \
+            const uint8_t *scb = blk + 16;                                                         \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int p = 0; p < 4; p++) {                                                          \
+                const int sh = 4 * (p & 1);                                                        \
+                __m256i plo[R], phi[R];                                                            \
+                for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();              \
+                for (int s = 0; s < 8; s++) {                                                      \
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
+                    __m256i hb =                                                                   \
+                        _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
+                    __m256i lo = _mm256_or_si256(                                                  \
+                        _mm256_and_si256(v, m4),                                                   \
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh), m3), 4));    \
+                    __m256i hi = _mm256_or_si256(                                                  \
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                             \
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh + 2), m3), 4)); \
+                    for (int r = 0; r < R; r++) {                                                  \
+                        const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
+                        plo[r] = _mm256_add_epi16(                                                 \
+                            plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));              \
+                        phi[r] = _mm256_add_epi16(                                                 \
+                            phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));         \
+                    }                                                                              \
+                    if (s & 1) {                                                                   \
+                        int g = s / 4; /* first or second 16 of the sub-block */                   \
+                        __m256i slo = wk_dup_cols_s8(scb + 8 * (2 * (2 * p) + g));                 \
+                        __m256i shi = wk_dup_cols_s8(scb + 8 * (2 * (2 * p + 1) + g));             \
+                        for (int r = 0; r < R; r++) {                                              \
+                            isum[r] = _mm256_add_epi32(                                            \
+                                isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),          \
+                                                          _mm256_madd_epi16(phi[r], shi)));        \
+                            plo[r] = phi[r] = _mm256_setzero_si256();                              \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            __m256i scp[8];                                                                        \
+            for (int q = 0; q < 8; q++)                                                            \
+                scp[q] = _mm256_cvtepi8_epi16(                                                     \
+                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(scb + 16 * q)),            \
+                                      _mm_loadl_epi64((const __m128i *)(scb + 16 * q + 8))));      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
+                __m256i corr = _mm256_setzero_si256();                                             \
+                for (int q = 0; q < 8; q++) {                                                      \
+                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |  \
+                                                         ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16))); \
+                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(scp[q], bp));                  \
+                }                                                                                  \
+                __m256i v = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(corr, 5));                 \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v),                                    \
+                                         _mm256_mul_ps(wd, _mm256_set1_ps(xb->d)), acc[r]);        \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q6_KX8_TILE(1)
+WK_Q6_KX8_TILE(2)
+WK_Q6_KX8_TILE(3)
+WK_Q6_KX8_TILE(4)
+
+static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_q6_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_q6_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
+/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
+#define WK_Q2_KX8_TILE(R)                                                                          \
+    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        const __m256i m3 = _mm256_set1_epi8(3);                                                    \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);                                \
+            const uint8_t *scb = blk + 32;                                                         \
+            uint8_t sc[128], mn[128];                                                              \
+            for (int q = 0; q < 4; q++) {                                                          \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(scb + 32 * q));                   \
+                _mm256_storeu_si256((__m256i *)(sc + 32 * q), _mm256_and_si256(v, _mm256_set1_epi8(15))); \
+                _mm256_storeu_si256((__m256i *)(mn + 32 * q),                                      \
+                                    _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15))); \
+            }                                                                                      \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int j = 0; j < 8; j++) {                                                          \
+                const int h = j / 4, sh = 2 * (j % 4);                                             \
+                for (int half = 0; half < 2; half++) {                                             \
+                    __m256i p16[R];                                                                \
+                    for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                   \
+                    for (int s = 4 * half; s < 4 * half + 4; s++) {                                \
+                        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
+                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, sh), m3);                \
+                        for (int r = 0; r < R; r++) {                                              \
+                            const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs;      \
+                            p16[r] = _mm256_add_epi16(                                             \
+                                p16[r], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * j + 4 * s)));  \
+                        }                                                                          \
+                    }                                                                              \
+                    __m256i scv = wk_dup_cols(sc + 8 * (2 * j + half));                            \
+                    for (int r = 0; r < R; r++)                                                    \
+                        isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scv));       \
+                }                                                                                  \
+            }                                                                                      \
+            __m256i mnp[8];                                                                        \
+            for (int q = 0; q < 8; q++)                                                            \
+                mnp[q] = _mm256_cvtepu8_epi16(                                                     \
+                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),             \
+                                      _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));       \
+            __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);                       \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
+                __m256i msum = _mm256_setzero_si256();                                             \
+                for (int q = 0; q < 8; q++) {                                                      \
+                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |  \
+                                                         ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16))); \
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));                  \
+                }                                                                                  \
+                __m256 dx = _mm256_set1_ps(xb->d);                                                 \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx),       \
+                                         acc[r]);                                                  \
+                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx),      \
+                                          acc[r]);                                                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_Q2_KX8_TILE(1)
+WK_Q2_KX8_TILE(2)
+WK_Q2_KX8_TILE(3)
+WK_Q2_KX8_TILE(4)
+
+static void wk_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_q2_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_q2_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_q2_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_q2_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
+wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
+wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
+{
+    switch (t) {
+    case WK_TYPE_Q8_0: return wk_packed_q8_0;
+    case WK_TYPE_Q4_0: return wk_packed_q4_0;
+    case WK_TYPE_Q4_K: return wk_packed_q4_K;
+    case WK_TYPE_Q4_1: return wk_packed_q4_1;
+    case WK_TYPE_Q5_0: return wk_packed_q5_0;
+    case WK_TYPE_Q5_1: return wk_packed_q5_1;
+    case WK_TYPE_Q6_K: return wk_packed_q6_K;
+    case WK_TYPE_Q2_K: return wk_packed_q2_K;
+    default: return NULL;
+    }
+}

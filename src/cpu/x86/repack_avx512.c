@@ -1,0 +1,160 @@
+/* AVX-512 VNNI kernels of the repacked Q8_0x8 and Q4_0x8 layouts (cpu/repack.h): one
+ * _mm256_dpbusd_epi32 does what takes maddubs + madd + add on AVX2 (four u8 x s8
+ * products summed into each 32-bit lane, without the 16-bit saturation). The integer
+ * sums are the same as the AVX2 kernels', so are the results. Other types use the AVX2
+ * kernels, which run unchanged on these processors. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu/kernels.h"
+#include "cpu/repack.h"
+#include "quant/blocks.h"
+
+#define WK_INLINE static inline __attribute__((always_inline))
+
+WK_INLINE __m256i wk_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+WK_INLINE __m256 wk_load_f16x8(const void *p)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+#define WK_VNNI_Q8_0X8_TILE(R)                                                                     \
+    static void wk_vnni_q8_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,  \
+                                        float *y, size_t ldy)                                      \
+    {                                                                                              \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q8_0);                                \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int s = 0; s < 8; s++) {                                                          \
+                __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));             \
+                __m256i wa = _mm256_abs_epi8(wq);                                                  \
+                for (int r = 0; r < R; r++) {                                                      \
+                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
+                    isum[r] = _mm256_dpbusd_epi32(isum[r], wa,                                     \
+                                                  _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq)); \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
+                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_VNNI_Q8_0X8_TILE(1)
+WK_VNNI_Q8_0X8_TILE(2)
+WK_VNNI_Q8_0X8_TILE(3)
+WK_VNNI_Q8_0X8_TILE(4)
+
+#define WK_VNNI_Q4_0X8_TILE(R)                                                                     \
+    static void wk_vnni_q4_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,  \
+                                        const int16_t *sx, float *y, size_t ldy)                   \
+    {                                                                                              \
+        const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
+        __m256 acc[R];                                                                             \
+        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_0);                                \
+            __m256i isum[R];                                                                       \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_set1_epi32(-8 * sx[r * nb + b]);          \
+            for (int s = 0; s < 4; s++) {                                                          \
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));              \
+                __m256i lo = _mm256_and_si256(v, m4);                                              \
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
+                for (int r = 0; r < R; r++) {                                                      \
+                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
+                    isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));         \
+                    isum[r] = _mm256_dpbusd_epi32(isum[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));    \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 wd = wk_load_f16x8(blk);                                                        \
+            for (int r = 0; r < R; r++) {                                                          \
+                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
+                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
+                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);                 \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+    }
+
+WK_VNNI_Q4_0X8_TILE(1)
+WK_VNNI_Q4_0X8_TILE(2)
+WK_VNNI_Q4_0X8_TILE(3)
+WK_VNNI_Q4_0X8_TILE(4)
+
+static void wk_vnni_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                                const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_vnni_q8_0x8_tile_1(nb, wg, xr, xs, yg, ldy); break;
+            case 2: wk_vnni_q8_0x8_tile_2(nb, wg, xr, xs, yg, ldy); break;
+            case 3: wk_vnni_q8_0x8_tile_3(nb, wg, xr, xs, yg, ldy); break;
+            default: wk_vnni_q8_0x8_tile_4(nb, wg, xr, xs, yg, ldy); break;
+            }
+        }
+    }
+}
+
+/* Sum of the 32 activation quants of a block. */
+static int16_t wk_vnni_block_sum(const int8_t *qs)
+{
+    __m256i v = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1),
+                                    _mm256_loadu_si256((const __m256i *)qs));
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return (int16_t)_mm_cvtsi128_si32(s);
+}
+
+static void wk_vnni_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                                const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    int16_t sx[4 * nb];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t r = 0; r < rr; r++)
+            for (int64_t b = 0; b < nb; b++)
+                sx[r * nb + b] = wk_vnni_block_sum(((const wk_block_q8_0 *)(xr + r * xs) + b)->qs);
+        for (int64_t g = 0; g < nc / 8; g++) {
+            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
+            float *yg = y + r0 * ldy + 8 * g;
+            switch (rr) {
+            case 1: wk_vnni_q4_0x8_tile_1(nb, wg, xr, xs, sx, yg, ldy); break;
+            case 2: wk_vnni_q4_0x8_tile_2(nb, wg, xr, xs, sx, yg, ldy); break;
+            case 3: wk_vnni_q4_0x8_tile_3(nb, wg, xr, xs, sx, yg, ldy); break;
+            default: wk_vnni_q4_0x8_tile_4(nb, wg, xr, xs, sx, yg, ldy); break;
+            }
+        }
+    }
+}
+
+wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
+wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
+{
+    switch (t) {
+    case WK_TYPE_Q8_0: return wk_vnni_packed_q8_0;
+    case WK_TYPE_Q4_0: return wk_vnni_packed_q4_0;
+    default: return NULL;
+    }
+}
