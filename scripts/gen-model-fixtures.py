@@ -10,7 +10,9 @@ For each prompt, llama.cpp (through llama-cpp-python, same GGUF file) gives:
 llama.cpp runs with an f32 KV cache and no flash attention, so that its attention is
 the same arithmetic as wick's (its default f16 cache rounds keys and values).
 
-usage: gen-model-fixtures.py MODEL.gguf OUT.json [--threads 2]
+usage: gen-model-fixtures.py MODEL.gguf OUT.json [--threads 2] [--quantize TYPE]
+--quantize records that MODEL is `wick quantize DEFAULT MODEL TYPE` of the default model, so
+the test can remake it (and confirm it by its SHA-256).
 (needs llama-cpp-python; the repository's CI never runs this, it only reads the output)
 """
 import argparse
@@ -52,6 +54,7 @@ def main():
     ap.add_argument("model")
     ap.add_argument("out")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quantize", help="the wick quantize type that made MODEL from the default model")
     args = ap.parse_args()
 
     import llama_cpp
@@ -96,6 +99,8 @@ def main():
         "n_vocab": llm.n_vocab(),
         "cases": cases,
     }
+    if args.quantize:
+        doc["quantize"] = args.quantize
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
