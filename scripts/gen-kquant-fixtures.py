@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate tests/fixtures/quant/k*.bin: the K formats as ggml's reference code writes them.
+"""Regenerate tests/fixtures/quant/k*.dat: the K formats as ggml's reference code writes them.
 
 Calls ggml's reference quantizers (quantize_row_q{2..6,8}_K_ref) and dequantizers
 (dequantize_row_q*_K) from llama-cpp-python's libggml-base.so through ctypes, on rows
@@ -10,8 +10,8 @@ each at lengths 256, 768 and 1536.
 Usage: scripts/gen-kquant-fixtures.py [--lib PATH/libggml-base.so] [--out DIR]
 
 Files (all little-endian):
-  k_inputs.bin   "WKKI", u32 version (1), u32 n_rows; per row: u32 kind, u32 n, f32[n]
-  k_<type>.bin   "WKKQ", u32 version (1), u32 ggml type id, u32 n_rows, u32 block bytes;
+  k_inputs.dat   "WKKI", u32 version (1), u32 n_rows; per row: u32 kind, u32 n, f32[n]
+  k_<type>.dat   "WKKQ", u32 version (1), u32 ggml type id, u32 n_rows, u32 block bytes;
                  per row (same order as the inputs): u8[n/256*block bytes] quantized,
                  f32[n] ggml's dequantization of those bytes
 The quantizer's output buffer is zeroed first: for an all-zero super-block ggml's Q8_K
@@ -109,7 +109,7 @@ def main():
         for n in LENGTHS:
             rows.append((ki, np.ascontiguousarray(make_row(rng, kind, n), dtype=np.float32)))
 
-    with open(os.path.join(args.out, "k_inputs.bin"), "wb") as f:
+    with open(os.path.join(args.out, "k_inputs.dat"), "wb") as f:
         f.write(b"WKKI" + struct.pack("<II", 1, len(rows)))
         for ki, x in rows:
             f.write(struct.pack("<II", ki, x.size))
@@ -124,7 +124,7 @@ def main():
         deq = getattr(lib, "dequantize_row_%s" % suffix)
         deq.argtypes = [ctypes.c_void_p, fp, ctypes.c_int64]
         deq.restype = None
-        with open(os.path.join(args.out, "k_%s.bin" % name), "wb") as f:
+        with open(os.path.join(args.out, "k_%s.dat" % name), "wb") as f:
             f.write(b"WKKQ" + struct.pack("<IIII", 1, tid, len(rows), bb))
             for _, x in rows:
                 nbytes = x.size // QK_K * bb
@@ -134,7 +134,7 @@ def main():
                 deq(q, y.ctypes.data_as(fp), x.size)
                 f.write(q.raw)
                 f.write(y.astype("<f4").tobytes())
-    total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "k_*.bin")))
+    total = sum(os.path.getsize(p) for p in glob.glob(os.path.join(args.out, "k_*.dat")))
     print("wrote %d rows x %d types to %s (%d bytes)" % (len(rows), len(TYPES), args.out, total))
 
 

@@ -68,10 +68,56 @@ static void check_model(const char *path)
     wk_gguf_close(g);
 }
 
+/* The same bytes opened from memory give the same tables, with data pointers
+ * into the caller's buffer. */
+static void check_memory(const char *path)
+{
+    wk_gguf *g = NULL, *m = NULL;
+    CHECK_OK(wk_gguf_open(path, &g));
+    if (!g) return;
+    size_t size = wk_gguf_file_size(g);
+    unsigned char *bytes = malloc(size);
+    FILE *f = fopen(path, "rb");
+    CHECK(f && fread(bytes, 1, size, f) == size);
+    if (f) fclose(f);
+    CHECK_OK(wk_gguf_open_memory(bytes, size, "in-memory", &m));
+    if (m) {
+        CHECK(strcmp(wk_gguf_path(m), "in-memory") == 0);
+        CHECK_EQ_INT(wk_gguf_n_kv(m), wk_gguf_n_kv(g));
+        CHECK_EQ_INT(wk_gguf_n_tensors(m), wk_gguf_n_tensors(g));
+        int same = 1;
+        for (int64_t i = 0; i < wk_gguf_n_kv(g); i++) {
+            char a[256], b[256];
+            wk_gguf_format_value(g, i, a, sizeof a);
+            wk_gguf_format_value(m, i, b, sizeof b);
+            same &= strcmp(wk_gguf_key(g, i), wk_gguf_key(m, i)) == 0 && strcmp(a, b) == 0;
+        }
+        for (int64_t i = 0; i < wk_gguf_n_tensors(g); i++) {
+            const wk_gguf_tensor *a = wk_gguf_tensor_at(g, i), *b = wk_gguf_tensor_at(m, i);
+            same &= strcmp(a->name, b->name) == 0 && a->nbytes == b->nbytes &&
+                    (const unsigned char *)b->data == bytes + wk_gguf_data_offset(m) + b->offset &&
+                    memcmp(a->data, b->data, a->nbytes) == 0;
+            /* mmap'd data is aligned to the file's alignment */
+            same &= (uintptr_t)a->data % wk_gguf_alignment(g) == 0;
+        }
+        CHECK(same);
+        wk_gguf_close(m);
+    }
+    free(bytes);
+    wk_gguf_close(g);
+
+    /* argument errors */
+    CHECK_FAILS(wk_gguf_open(NULL, &g), WK_ERR_INVALID, "wk_gguf_open: NULL argument");
+    CHECK_FAILS(wk_gguf_open_memory(NULL, 10, "x", &g), WK_ERR_INVALID,
+                "wk_gguf_open_memory: NULL argument");
+    wk_gguf_close(NULL);
+}
+
 int main(void)
 {
     const char *model = test_model_path();
     if (model) check_model(model);
+    if (model) check_memory(model);
     else CHECK(model != NULL);
     TEST_MAIN_END();
 }

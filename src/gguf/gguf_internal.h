@@ -15,6 +15,14 @@ enum {
     WK_GGUF_DEFAULT_ALIGNMENT = 32,
 };
 #define WK_GGUF_MAX_ALIGNMENT ((uint64_t)1 << 20)
+/* Sane upper bounds on what a file may claim, far above any real model (a few
+ * thousand tensors, a few dozen keys, vocabularies of a few hundred thousand
+ * tokens, chat templates of some KiB), so that memory stays bounded whatever
+ * the file's size. */
+#define WK_GGUF_MAX_TENSORS ((uint64_t)1 << 20)
+#define WK_GGUF_MAX_KV ((uint64_t)1 << 20)
+#define WK_GGUF_MAX_ARRAY ((uint64_t)1 << 24)       /* elements of one array */
+#define WK_GGUF_MAX_STRING ((uint64_t)64 << 20)     /* bytes of one string */
 
 /* ---- an arena for the strings and arrays an open file owns ---- */
 typedef struct wk_arena_block wk_arena_block;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -260,6 +261,18 @@ static void wk_put_string(wk_text *t, const char *s, size_t len)
     if (shown < len) wk_put(t, "... (%zu bytes)", len);
 }
 
+/* The shortest decimal that reads back as the same float32 or float64. */
+static void wk_put_float(wk_text *t, double v, bool single)
+{
+    char tmp[40];
+    for (int prec = single ? 6 : 15;; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        bool same = single ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v;
+        if (same || prec >= (single ? 9 : 17)) break;
+    }
+    wk_put(t, "%s", tmp);
+}
+
 /* One number of type vt from packed little-endian bytes. */
 static void wk_put_number(wk_text *t, wk_gguf_vtype vt, const void *p)
 {
@@ -273,8 +286,8 @@ static void wk_put_number(wk_text *t, wk_gguf_vtype vt, const void *p)
     case WK_GGUF_INT32: wk_put(t, "%" PRId32, *(const int32_t *)p); break;
     case WK_GGUF_UINT64: wk_put(t, "%" PRIu64, *(const uint64_t *)p); break;
     case WK_GGUF_INT64: wk_put(t, "%" PRId64, *(const int64_t *)p); break;
-    case WK_GGUF_FLOAT32: wk_put(t, "%.9g", *(const float *)p); break;
-    case WK_GGUF_FLOAT64: wk_put(t, "%.17g", *(const double *)p); break;
+    case WK_GGUF_FLOAT32: wk_put_float(t, *(const float *)p, true); break;
+    case WK_GGUF_FLOAT64: wk_put_float(t, *(const double *)p, false); break;
     default: wk_put(t, "?"); break;
     }
 }
@@ -304,12 +317,12 @@ void wk_gguf_format_value(const wk_gguf *g, int64_t i, char *buf, size_t cap)
             }
             if (shown < kv->n) wk_put(&t, ", ...");
         }
-        wk_put(&t, "] (%" PRIu64 " %s)", kv->n, wk_gguf_vtype_name(kv->elem_type));
+        wk_put(&t, "] (%" PRIu64 " element%s)", kv->n, kv->n == 1 ? "" : "s");
         break;
     }
     case WK_GGUF_BOOL: wk_put(&t, "%s", kv->num.u ? "true" : "false"); break;
     case WK_GGUF_FLOAT32:
-    case WK_GGUF_FLOAT64: wk_put(&t, kv->type == WK_GGUF_FLOAT32 ? "%.9g" : "%.17g", kv->num.f); break;
+    case WK_GGUF_FLOAT64: wk_put_float(&t, kv->num.f, kv->type == WK_GGUF_FLOAT32); break;
     default:
         if (wk_is_signed(kv->type)) wk_put(&t, "%" PRId64, kv->num.i);
         else wk_put(&t, "%" PRIu64, kv->num.u);

@@ -69,6 +69,11 @@ static wk_status wk_read_str_raw(wk_cursor *c, const char *part, const uint8_t *
                        "%s: %s: %s length %llu at offset %llu exceeds the %llu bytes left in the "
                        "file",
                        c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8), (ull)wk_left(c));
+    if (*len > WK_GGUF_MAX_STRING)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: %s length %llu at offset %llu exceeds wick's limit of %llu bytes",
+                       c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8),
+                       (ull)WK_GGUF_MAX_STRING);
     *s = c->g->base + c->pos;
     c->pos += (size_t)*len;
     return WK_OK;
@@ -163,6 +168,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
                        "more exceed the %llu bytes left in the file",
                        c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)*n, (ull)min,
                        (ull)wk_left(c));
+    if (*n > WK_GGUF_MAX_ARRAY)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: array length %llu at offset %llu exceeds wick's limit of %llu "
+                       "elements",
+                       c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)WK_GGUF_MAX_ARRAY);
     return WK_OK;
 }
 
@@ -171,10 +181,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
  * WK_GGUF_MAX_NESTING levels is refused. */
 static wk_status wk_skip_nested(wk_cursor *c, uint64_t n)
 {
+    /* up to WK_GGUF_MAX_NESTING frames of arrays, and one of strings on top */
     struct {
         uint32_t elem_type;
         uint64_t left;
-    } stack[WK_GGUF_MAX_NESTING];
+    } stack[WK_GGUF_MAX_NESTING + 1];
     int depth = 1;
     stack[0].elem_type = WK_GGUF_ARRAY;
     stack[0].left = n;
@@ -334,6 +345,12 @@ static wk_status wk_read_header(wk_cursor *c, wk_gguf *g, uint64_t *n_tensors, u
                        "%s: header: n_tensors %llu is more than the %llu bytes after the header "
                        "can hold (%d bytes or more each)",
                        g->path, (ull)*n_tensors, (ull)rest, WK_GGUF_MIN_TENSOR_BYTES);
+    if (*n_kv > WK_GGUF_MAX_KV)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_kv %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_kv, (ull)WK_GGUF_MAX_KV);
+    if (*n_tensors > WK_GGUF_MAX_TENSORS)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_tensors %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_tensors, (ull)WK_GGUF_MAX_TENSORS);
     return WK_OK;
 }
 
@@ -446,19 +463,58 @@ static wk_status wk_read_tensor_info(wk_cursor *c, wk_gguf *g, wk_gguf_tensor *t
                        "size %lld",
                        g->path, t->name, (long long)t->ne[0], wk_type_name(t->type),
                        (long long)bs);
+    /* bytes = (ne[0] / block size) * block bytes * rows, each step checked */
+    size_t block_bytes = wk_type_block_bytes(t->type);
     size_t row_bytes;
-    if ((st = wk_type_row_bytes(t->type, t->ne[0], &row_bytes)))
-        return wk_fail_context(st, "%s: tensor '%s'", g->path, t->name);
+    if ((uint64_t)(t->ne[0] / bs) > SIZE_MAX / block_bytes ||
+        wk_type_row_bytes(t->type, t->ne[0], &row_bytes) != WK_OK)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': a row of ne[0] = %lld %s elements overflows its byte size",
+                       g->path, t->name, (long long)t->ne[0], wk_type_name(t->type));
     if ((uint64_t)rows > SIZE_MAX / row_bytes)
-        return wk_fail(WK_ERR_FORMAT, "%s: tensor '%s': byte size overflows (%lld rows of %llu "
-                       "bytes)",
-                       g->path, t->name, (long long)rows, (ull)row_bytes);
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: tensor '%s': byte size overflows (%lld rows of %llu bytes, ne = %lld x "
+                       "%lld x %lld x %lld of %s)",
+                       g->path, t->name, (long long)rows, (ull)row_bytes, (long long)t->ne[0],
+                       (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                       wk_type_name(t->type));
     t->nbytes = row_bytes * (size_t)rows;
     if (t->offset % g->alignment != 0)
         return wk_fail(WK_ERR_FORMAT,
                        "%s: tensor '%s': offset %llu is not a multiple of the alignment %llu",
                        g->path, t->name, (ull)t->offset, (ull)g->alignment);
     return WK_OK;
+}
+
+static int wk_by_offset(const void *a, const void *b)
+{
+    const wk_gguf_tensor *x = *(const wk_gguf_tensor *const *)a;
+    const wk_gguf_tensor *y = *(const wk_gguf_tensor *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y; /* ties in table order, for a stable message */
+}
+
+/* No two tensors share bytes: callers may rewrite one in place without touching
+ * another. */
+static wk_status wk_check_overlaps(wk_gguf *g)
+{
+    if (g->n_tensors < 2) return WK_OK;
+    wk_gguf_tensor **order = malloc((size_t)g->n_tensors * sizeof *order);
+    if (!order) return wk_nomem(g, "the tensor table");
+    for (int64_t i = 0; i < g->n_tensors; i++) order[i] = &g->tensors[i];
+    qsort(order, (size_t)g->n_tensors, sizeof *order, wk_by_offset);
+    wk_status st = WK_OK;
+    for (int64_t i = 1; i < g->n_tensors && !st; i++) {
+        const wk_gguf_tensor *a = order[i - 1], *b = order[i];
+        if (a->offset + a->nbytes > b->offset)
+            st = wk_fail(WK_ERR_FORMAT,
+                         "%s: tensors '%s' (offset %llu, %llu bytes) and '%s' (offset %llu) "
+                         "overlap",
+                         g->path, a->name, (ull)a->offset, (ull)a->nbytes, b->name,
+                         (ull)b->offset);
+    }
+    free(order);
+    return st;
 }
 
 static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
@@ -506,7 +562,7 @@ static wk_status wk_read_tensors(wk_cursor *c, wk_gguf *g, uint64_t n_tensors)
                            (ull)start);
         t->data = g->base + start + t->offset;
     }
-    return WK_OK;
+    return wk_check_overlaps(g);
 }
 
 static wk_status wk_parse(wk_gguf *g)

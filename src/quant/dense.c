@@ -7,7 +7,9 @@
  * Dot products accumulate in double. Each product of two elements is exact in double
  * (at most 24 + 24 significant bits), so the only roundings are those of the running sum;
  * ggml's generic code rounds each product to float first, which is exact for F16 and BF16
- * products that stay in float's range and within half an ulp of float for F32. */
+ * products that stay in float's range and within half an ulp of float for F32. Because the
+ * products are exact, a compiler that contracts sum + x*y into a fused multiply-add
+ * computes the same sums: no contraction guard is needed here. */
 #include <string.h>
 
 #include "core/half.h"

@@ -5,7 +5,9 @@
  * scale, times the quant, minus the product of the super-block min and the group min),
  * each operation rounded on its own. ggml's reference build (libggml-base, -O3 for
  * baseline x86-64) has no FMA, so nothing is fused there; contraction is switched off
- * here so that a build with -mfma or -march=native still gives the same bits.
+ * here so that a build with -mfma or -march=native still gives the same bits. (For
+ * Q2_K/Q4_K/Q5_K a fused d*q - m would in fact round the same: d is an f16 times a
+ * 6-bit scale and q has at most 5 bits, so the product is exact in f32.)
  * dequantize_f16 is exactly dequantize followed by round-to-nearest-even. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF

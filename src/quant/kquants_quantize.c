@@ -15,8 +15,12 @@
  *    its quantize_row_q*_K_ref contain no vfmadd instructions, and these quantizers
  *    reproduce its bytes on every fixture row only with contraction off (see
  *    tests/test_quant_kquants.c). GCC contracts a*b+c into an FMA by default whenever
- *    the target has one (-ffp-contract=fast for GNU C), which would change the result
- *    of the searches, so contraction is switched off for this file.
+ *    the target has one (-ffp-contract=fast for GNU C), which changes the searches'
+ *    choices: built with -march=native and contraction allowed, 31 of the 126 fixture
+ *    rows differ (Q2_K 8, Q4_K 5, Q5_K 12, Q6_K 6; Q3_K and Q8_K happen to agree).
+ *    So contraction is switched off for this file: GCC by its optimize pragma, clang
+ *    by the standard pragma (honoured unless clang is given -ffp-contract=fast
+ *    explicitly, which disregards pragmas; the fixture test catches such a build).
  *  - Rounding to the nearest integer is ties-to-even, done as ggml does by adding
  *    1.5 * 2^23 in float (exact for |v| < 2^22).
  *  - Quants that a group with a zero decoded scale would re-quantize keep the values
@@ -264,7 +268,7 @@ void wk_q2_K_quantize(const float *restrict x, void *restrict vy, int64_t n)
         if (max_min > 0.0f) {
             const float iscale = q4scale / max_min;
             for (int g = 0; g < WK_QK_K / 16; g++)
-                y[i].scales[g] |= (uint8_t)(wk_nearest(iscale * mins[g]) << 4);
+                y[i].scales[g] |= (uint8_t)((unsigned)wk_nearest(iscale * mins[g]) << 4);
             y[i].dmin = wk_float_to_half(max_min / q4scale);
         } else {
             y[i].dmin = wk_float_to_half(0.0f);

@@ -3,15 +3,25 @@
  *
  * Quantizers produce the bytes of the `gguf` Python package (gguf/quants.py) for Q4_0, Q4_1,
  * Q5_0, Q5_1 and Q8_0, and of ggml's quantize_row_q8_1_ref for Q8_1. Both references compute
- * in float32 with every product and sum rounded on its own (numpy never fuses), so this file
- * must not let the compiler contract a*b+c into a fused multiply-add: see the pragmas below.
- * ggml's own C reference is compiled with whatever contraction its build allows; where its
- * bytes could differ from gguf's, wick follows gguf.
+ * in float32 with every product and sum rounded on its own (numpy never fuses; the
+ * libggml-base.so of llama-cpp-python is built for baseline x86-64, without FMA), so this
+ * file must not let the compiler contract a*b+c into a fused multiply-add: see the pragmas
+ * below. Where gguf and ggml differ (the sign of d for some all-zero blocks, see
+ * wk_signed_absmax), wick follows gguf.
+ *
+ * Where fusion matters: quantizing is trunc(x*id + 8.5) (Q4_0; 16.5 for Q5_0) or
+ * trunc((x - min)*id + 0.5) (Q4_1/Q5_1). When the product rounds onto a point where the sum
+ * is an integer but its exact value lies just short of it, the two roundings land on the
+ * integer and the single fused rounding does not, so trunc gives one less: for Q4_0/Q5_0
+ * with products just below -(k + 1/2), for Q4_1/Q5_1 with products just below 1/2 (the sum
+ * 1 - tiny rounds to an even 1 in two steps). tests/py/test_quant_legacy.py builds such
+ * rows; a build of this file with -mfma -ffp-contract=fast and no guard fails them.
+ * Q8_0/Q8_1 (roundf(x*id)) have no add.
  *
  * Dequantizers compute what both references compute: Q4_0 (q-8)*d, Q5_0 (q-16)*d, Q8_0/Q8_1
- * q*d (one rounding each, so no fusion question), and Q4_1/Q5_1 q*d + m as two roundings,
- * which is exactly the gguf package's `(d * qs) + m`; ggml's dequantize_row_q4_1 writes the
- * same expression but a build that contracts it to fma(q, d, m) can differ in the last bit.
+ * q*d, and Q4_1/Q5_1 q*d + m, written as two roundings like the gguf package's
+ * `(d * qs) + m`. Fusion cannot change them: q has at most 5 bits and d is a half (11
+ * bits), so q*d is exact in float and fma(q, d, m) rounds the same sum once.
  *
  * Dot products follow ggml's generic code: an exact integer sum per block, then one float
  * expression per block (in the same evaluation order as ggml's generic kernel of that pair)
@@ -23,8 +33,10 @@
 #include "quant/blocks.h"
 #include "quant/formats.h"
 
-/* No fused multiply-add anywhere in this file: clang honours the standard pragma, GCC
- * ignores it and needs its per-function optimisation option instead. */
+/* No fused multiply-add anywhere in this file: clang honours the standard pragma (under its
+ * default -ffp-contract=on; its -ffp-contract=fast overrides every pragma, so do not build
+ * wick with that), GCC ignores the pragma and needs its per-function option instead, which
+ * holds even under -ffp-contract=fast (checked: no vfmadd in this file with -march=haswell). */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
 #elif defined(__GNUC__)
@@ -79,12 +91,14 @@ static float wk_inverse(float d) { return d != 0.0f ? 1.0f / d : 0.0f; }
 
 /* trunc(scaled + offset), capped at top: the references' "add 0.5 (or 8.5, 16.5) and
  * truncate". scaled was rounded to float by the caller before the add (no fusion). The sum
- * is never negative for finite input, so the conversion truncates toward zero like trunc. */
+ * is never negative for finite input; NaN (from inf or NaN input) gives code 0 rather than
+ * an undefined conversion. */
 static uint8_t wk_trunc_code(float scaled, float offset, int top)
 {
     float t = scaled + offset;
-    int q = (int)t;
-    return (uint8_t)(q > top ? top : q);
+    if (!(t > 0.0f)) return 0;
+    if (t >= (float)top) return (uint8_t)top;
+    return (uint8_t)(int)t;
 }
 
 /* 32 five-bit codes: low nibbles packed two per byte (element j low, j+16 high), bit 4 of
@@ -112,8 +126,16 @@ static void wk_unpack5(const uint8_t *qs, const uint8_t *qh, int *q)
 }
 
 /* Round half away from zero: C's roundf, which is what gguf's np_roundf computes
- * (floor(a) + floor(2*(a - floor(a))) is exact for |a| < 2^23). */
-static int8_t wk_round_i8(float v) { return (int8_t)roundf(v); }
+ * (floor(a) + floor(2*(a - floor(a))) is exact for |a| < 2^23). For finite input |v| is at
+ * most 127 and a little rounding, so the clamp changes nothing; NaN gives 0. */
+static int8_t wk_round_i8(float v)
+{
+    float r = roundf(v);
+    if (r != r) return 0;
+    if (r > 127.0f) return 127;
+    if (r < -127.0f) return -127;
+    return (int8_t)r;
+}
 
 /* ---- per-block dequantizers: one block to 32 floats ---------------------------------- */
 

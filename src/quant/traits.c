@@ -2,6 +2,7 @@
 #include "quant/traits.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -97,6 +98,9 @@ wk_status wk_type_row_bytes(wk_type t, int64_t n, size_t *out)
     const wk_type_traits *tr = NULL;
     wk_status st = wk_check_row(t, n, &tr);
     if (st) return st;
+    if ((uint64_t)(n / tr->block_size) > SIZE_MAX / tr->block_bytes)
+        return wk_fail(WK_ERR_INVALID, "a row of %lld %s elements overflows its byte size",
+                       (long long)n, tr->name);
     *out = (size_t)(n / tr->block_size) * tr->block_bytes;
     return WK_OK;
 }

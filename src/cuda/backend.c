@@ -1,0 +1,390 @@
+/* The model's operation table on CUDA, with decode steps replayed as CUDA graphs.
+ *
+ * Operations are not launched at once: each call is recorded, and the list runs when
+ * the host needs a result (download, sync, upload, alloc, free). A list that repeats the
+ * previous one (same operations, sizes and weights; positions shifted together; each
+ * address either fixed or moving by a fixed stride per position, as the new KV-cache
+ * rows do) is a decode step: the second time it is seen it is captured as a graph whose
+ * kernels read the position from device memory, and from then on one graph launch runs
+ * the whole step. Any other list (a prompt, a changed buffer) runs kernel by kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cuda/cuda_engine.h"
+#include "model/backend.h"
+
+enum { OP_EMBED, OP_RMSNORM, OP_ROPE, OP_ATTENTION, OP_SILU_MUL, OP_ADD, OP_COPY, OP_MATMUL };
+enum { REC_PTRS = 4, REC_INTS = 6, MAX_RECS = 8192 };
+
+typedef struct rec {
+    int op;
+    const void *obj;           /* the matmul or the embedding table */
+    char *p[REC_PTRS];         /* addresses as given */
+    int64_t stride[REC_PTRS];  /* bytes per position (learned), 0 = fixed */
+    int64_t i[REC_INTS];       /* sizes */
+    float f;                   /* eps or rope base */
+    int64_t pos;               /* position argument (rope, attention), else 0 */
+    bool has_pos;
+} rec;
+
+typedef struct cuda_be {
+    rec *list; /* recorded, not yet run */
+    int n;
+    rec *tmpl; /* the previous list, the graph's template */
+    int tn;
+    int64_t tpos;     /* its step position */
+    bool learned;     /* strides known (the template was seen twice) */
+    void *graph;      /* the instantiated graph of the template, once captured */
+    int64_t *dpos;    /* device position */
+    bool graphs_off;  /* WICK_CUDA_GRAPHS=0 */
+    long replays, captures, eager_lists;
+} cuda_be;
+
+static void be_free_state(void *p)
+{
+    cuda_be *b = p;
+    if (!b) return;
+    wk_cuda_graph_free(b->graph);
+    wk_cuda_free(b->dpos);
+    free(b->list);
+    free(b->tmpl);
+    free(b);
+}
+
+static wk_status be_get(wk_engine *e, cuda_be **out)
+{
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    void **slot = wk_cuda_ctx_user(c, be_free_state);
+    if (!*slot) {
+        cuda_be *b = calloc(1, sizeof *b);
+        if (!b) return wk_fail(WK_ERR_NOMEM, "CUDA backend: out of host memory");
+        b->list = calloc(MAX_RECS, sizeof(rec));
+        b->tmpl = calloc(MAX_RECS, sizeof(rec));
+        wk_status st = (!b->list || !b->tmpl) ? wk_fail(WK_ERR_NOMEM, "CUDA backend: out of host memory")
+                                              : wk_cuda_malloc(sizeof(int64_t), (void **)&b->dpos);
+        if (st) {
+            be_free_state(b);
+            return st;
+        }
+        const char *g = getenv("WICK_CUDA_GRAPHS");
+        b->graphs_off = g && strcmp(g, "0") == 0;
+        *slot = b;
+    }
+    *out = *slot;
+    return WK_OK;
+}
+
+/* The step position of a list: the first position argument (0 when none). */
+static int64_t list_pos(const rec *l, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (l[i].has_pos) return l[i].pos;
+    return 0;
+}
+
+/* Run one record. With dpos, addresses are base + stride * (*dpos) and positions are
+ * relative to the list's position; without, everything is as recorded. */
+static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *dpos)
+{
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    wk_dptr a[REC_PTRS];
+    for (int k = 0; k < REC_PTRS; k++) {
+        a[k].base = r->p[k];
+        a[k].stride = 0;
+        if (dpos && r->stride[k]) {
+            a[k].base = r->p[k] - r->stride[k] * P;
+            a[k].stride = r->stride[k];
+        }
+    }
+    int64_t pos = dpos ? r->pos - P : r->pos;
+    const int64_t *dp = dpos;
+    switch (r->op) {
+    case OP_EMBED: {
+        const wk_qtensor *t = r->obj;
+        return wk_cuda_embed_rows(c, wk_qtensor_type(t), r->p[2], r->i[1], a[0], r->i[0], a[1], dp);
+    }
+    case OP_RMSNORM:
+        return wk_cuda_rmsnorm(c, a[0], a[1], (const float *)r->p[2], r->i[0], r->i[1], r->f, dp);
+    case OP_ROPE:
+        return wk_cuda_rope(c, a[0], r->i[0], r->i[1], r->i[2], r->i[3], pos, r->f, dp);
+    case OP_ATTENTION:
+        return wk_cuda_attention(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
+                                 r->i[0], pos, r->i[1], r->i[2], r->i[3], dp);
+    case OP_SILU_MUL: return wk_cuda_silu_mul(c, a[0], a[1], r->i[0], dp);
+    case OP_ADD: return wk_cuda_add(c, a[0], a[1], r->i[0], dp);
+    case OP_COPY: return wk_cuda_copy_f32(c, a[0], a[1], r->i[0], dp);
+    case OP_MATMUL:
+        return wk_cuda_mm_forward_dyn(e, (wk_qmatmul *)r->obj, a[0], r->i[0], a[1], dp);
+    }
+    return wk_fail(WK_ERR_INVALID, "CUDA backend: unknown recorded operation %d", r->op);
+}
+
+static wk_status run_eager(wk_engine *e, const rec *l, int n)
+{
+    for (int i = 0; i < n; i++) {
+        wk_status st = run_rec(e, &l[i], 0, NULL);
+        if (st) return st;
+    }
+    return WK_OK;
+}
+
+/* Does list l (at position P) repeat the template? Learns the strides the first time. */
+static bool list_matches(cuda_be *b, const rec *l, int n, int64_t P)
+{
+    if (n != b->tn || n == 0) return false;
+    int64_t dP = P - b->tpos;
+    for (int i = 0; i < n; i++) {
+        const rec *x = &l[i], *t = &b->tmpl[i];
+        if (x->op != t->op || x->obj != t->obj || x->f != t->f || x->has_pos != t->has_pos)
+            return false;
+        if (memcmp(x->i, t->i, sizeof x->i) != 0) return false;
+        if (x->has_pos && x->pos - P != t->pos - b->tpos) return false;
+        if (x->op == OP_MATMUL && !wk_cuda_mm_graphable(x->obj)) return false;
+        for (int k = 0; k < REC_PTRS; k++) {
+            int64_t diff = (int64_t)(x->p[k] - t->p[k]);
+            if (b->learned) {
+                if (diff != t->stride[k] * dP) return false;
+            } else if (diff != 0 && (dP == 0 || diff % dP != 0)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static wk_status flush(wk_engine *e)
+{
+    cuda_be *b = NULL;
+    wk_status st = be_get(e, &b);
+    if (st || b->n == 0) return st;
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    int n = b->n;
+    b->n = 0;
+    int64_t P = list_pos(b->list, n);
+    if (!b->graphs_off && list_matches(b, b->list, n, P)) {
+        if (!b->learned) {
+            int64_t dP = P - b->tpos;
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < REC_PTRS; k++) {
+                    int64_t diff = (int64_t)(b->list[i].p[k] - b->tmpl[i].p[k]);
+                    b->tmpl[i].stride[k] = dP ? diff / dP : 0;
+                }
+            b->learned = true;
+        }
+        if (!b->graph) {
+            /* Capture the template (addresses as base + stride * position). */
+            st = wk_cuda_capture_begin(c);
+            for (int i = 0; !st && i < n; i++) st = run_rec(e, &b->tmpl[i], b->tpos, b->dpos);
+            if (st) {
+                wk_cuda_capture_abort(c);
+                b->graphs_off = true; /* this model cannot be captured: run eagerly */
+                wk_clear_error();
+            } else {
+                st = wk_cuda_capture_end(c, &b->graph);
+                if (st) {
+                    b->graphs_off = true;
+                    wk_clear_error();
+                } else {
+                    b->captures++;
+                }
+            }
+        }
+        if (b->graph) {
+            st = wk_cuda_set_pos(c, b->dpos, P);
+            if (!st) st = wk_cuda_graph_launch(c, b->graph);
+            b->replays++;
+            return st;
+        }
+    }
+    /* A new kind of list: run it and keep it as the template. */
+    b->eager_lists++;
+    st = run_eager(e, b->list, n);
+    if (!b->graphs_off) {
+        wk_cuda_graph_free(b->graph);
+        b->graph = NULL;
+        b->learned = false;
+        memcpy(b->tmpl, b->list, (size_t)n * sizeof(rec));
+        for (int i = 0; i < n; i++) memset(b->tmpl[i].stride, 0, sizeof b->tmpl[i].stride);
+        b->tn = n;
+        b->tpos = P;
+    }
+    return st;
+}
+
+static wk_status push(wk_engine *e, const rec *r)
+{
+    cuda_be *b = NULL;
+    wk_status st = be_get(e, &b);
+    if (st) return st;
+    if (b->n == MAX_RECS) {
+        /* Too long for one step: run what is there; no graph for such lists. */
+        int n = b->n;
+        b->n = 0;
+        b->tn = 0;
+        st = run_eager(e, b->list, n);
+        if (st) return st;
+    }
+    b->list[b->n++] = *r;
+    return WK_OK;
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+static wk_status be_alloc(wk_engine *e, size_t nbytes, void **out)
+{
+    wk_status st = flush(e);
+    if (st) return st;
+    return wk_cuda_malloc(nbytes, out);
+}
+
+static void be_free(wk_engine *e, void *p)
+{
+    flush(e);
+    wk_cuda_ctx_sync(wk_cuda_engine_ctx(e));
+    wk_cuda_free(p);
+}
+
+static wk_status be_upload(wk_engine *e, void *dst, const void *src, size_t nbytes)
+{
+    wk_status st = flush(e);
+    if (st) return st;
+    return wk_cuda_copy_h2d(wk_cuda_engine_ctx(e), dst, src, nbytes);
+}
+
+static wk_status be_download(wk_engine *e, void *dst, const void *src, size_t nbytes)
+{
+    wk_status st = flush(e);
+    if (st) return st;
+    return wk_cuda_copy_d2h(wk_cuda_engine_ctx(e), dst, src, nbytes);
+}
+
+static wk_status be_sync(wk_engine *e)
+{
+    wk_status st = flush(e);
+    if (st) return st;
+    return wk_cuda_ctx_sync(wk_cuda_engine_ctx(e));
+}
+
+static wk_status be_embed_rows(wk_engine *e, const wk_qtensor *table, const int32_t *ids,
+                               int64_t rows, float *x)
+{
+    if (wk_qtensor_device(table) != WK_DEVICE_CUDA)
+        return wk_fail(WK_ERR_INVALID, "CUDA embedding: the table is not on the GPU");
+    rec r = {.op = OP_EMBED, .obj = table};
+    r.p[0] = (char *)ids;
+    r.p[1] = (char *)x;
+    r.p[2] = (char *)((const struct wk_qtensor *)table)->data;
+    r.i[0] = rows;
+    r.i[1] = wk_qtensor_dim(table, 1);
+    return push(e, &r);
+}
+
+static wk_status be_rmsnorm(wk_engine *e, float *y, const float *x, const float *w, int64_t rows,
+                            int64_t dim, float eps)
+{
+    rec r = {.op = OP_RMSNORM, .f = eps};
+    r.p[0] = (char *)y;
+    r.p[1] = (char *)x;
+    r.p[2] = (char *)w;
+    r.i[0] = rows;
+    r.i[1] = dim;
+    return push(e, &r);
+}
+
+static wk_status be_rope(wk_engine *e, float *x, int64_t rows, int64_t n_heads, int64_t head_dim,
+                         int64_t n_rot, int64_t pos0, float freq_base)
+{
+    rec r = {.op = OP_ROPE, .f = freq_base, .pos = pos0, .has_pos = true};
+    r.p[0] = (char *)x;
+    r.i[0] = rows;
+    r.i[1] = n_heads;
+    r.i[2] = head_dim;
+    r.i[3] = n_rot;
+    return push(e, &r);
+}
+
+static wk_status be_attention(wk_engine *e, float *out, const float *q, const float *k_cache,
+                              const float *v_cache, int64_t rows, int64_t pos0, int64_t n_heads,
+                              int64_t n_kv_heads, int64_t head_dim)
+{
+    rec r = {.op = OP_ATTENTION, .pos = pos0, .has_pos = true};
+    r.p[0] = (char *)out;
+    r.p[1] = (char *)q;
+    r.p[2] = (char *)k_cache;
+    r.p[3] = (char *)v_cache;
+    r.i[0] = rows;
+    r.i[1] = n_heads;
+    r.i[2] = n_kv_heads;
+    r.i[3] = head_dim;
+    return push(e, &r);
+}
+
+static wk_status be_silu_mul(wk_engine *e, float *gate, const float *up, int64_t n)
+{
+    rec r = {.op = OP_SILU_MUL};
+    r.p[0] = (char *)gate;
+    r.p[1] = (char *)up;
+    r.i[0] = n;
+    return push(e, &r);
+}
+
+static wk_status be_add(wk_engine *e, float *y, const float *x, int64_t n)
+{
+    rec r = {.op = OP_ADD};
+    r.p[0] = (char *)y;
+    r.p[1] = (char *)x;
+    r.i[0] = n;
+    return push(e, &r);
+}
+
+static wk_status be_copy(wk_engine *e, float *dst, const float *src, int64_t n)
+{
+    rec r = {.op = OP_COPY};
+    r.p[0] = (char *)dst;
+    r.p[1] = (char *)src;
+    r.i[0] = n;
+    return push(e, &r);
+}
+
+static wk_status be_matmul(wk_engine *e, wk_qmatmul *mm, const float *x, int64_t m, float *y)
+{
+    if (wk_engine_device(e) != WK_DEVICE_CUDA || !mm)
+        return wk_fail(WK_ERR_INVALID, "CUDA matmul: not a CUDA engine's matmul");
+    rec r = {.op = OP_MATMUL, .obj = mm};
+    r.p[0] = (char *)x;
+    r.p[1] = (char *)y;
+    r.i[0] = m;
+    r.i[1] = wk_qmatmul_n(mm);
+    r.i[2] = wk_qmatmul_k(mm);
+    return push(e, &r);
+}
+
+const wk_backend wk_cuda_backend = {
+    .device = WK_DEVICE_CUDA,
+    .alloc = be_alloc,
+    .free = be_free,
+    .upload = be_upload,
+    .download = be_download,
+    .sync = be_sync,
+    .embed_rows = be_embed_rows,
+    .rmsnorm = be_rmsnorm,
+    .rope = be_rope,
+    .attention = be_attention,
+    .silu_mul = be_silu_mul,
+    .add = be_add,
+    .copy = be_copy,
+    .matmul = be_matmul,
+};
+
+/* Counters for tests and the benchmark: lists replayed as graphs, captured, run eagerly. */
+void wk_cuda_backend_stats(wk_engine *e, long *replays, long *captures, long *eager)
+{
+    cuda_be *b = NULL;
+    if (be_get(e, &b)) {
+        *replays = *captures = *eager = 0;
+        return;
+    }
+    *replays = b->replays;
+    *captures = b->captures;
+    *eager = b->eager_lists;
+}

@@ -1,0 +1,120 @@
+/* Internal: the C-callable side of the CUDA engine. Everything here works on device
+ * pointers and runs on the context's stream; the engine, the model's device operations,
+ * the tests and the device benchmark call it. Built only with WICK_CUDA. */
+#ifndef WICK_CUDA_KERNELS_H
+#define WICK_CUDA_KERNELS_H
+
+#include "wick/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device address that may move with the position of a decode step: the address used
+ * is base + stride * (*pos) when the kernel is given a position pointer (graph replay),
+ * else base. */
+typedef struct wk_dptr {
+    void *base;
+    int64_t stride; /* bytes per position */
+} wk_dptr;
+static inline wk_dptr wk_dp(const void *p) { wk_dptr d = {(void *)p, 0}; return d; }
+
+/* A stream, a cuBLAS handle and a scratch area reused across calls. */
+typedef struct wk_cuda_ctx wk_cuda_ctx;
+
+bool wk_cuda_device_present(void);
+wk_status wk_cuda_ctx_create(wk_cuda_ctx **out);
+void wk_cuda_ctx_free(wk_cuda_ctx *c);
+void *wk_cuda_ctx_stream(wk_cuda_ctx *c); /* the cudaStream_t */
+wk_status wk_cuda_ctx_sync(wk_cuda_ctx *c);
+/* A slot for the model backend's state, freed with the context by user_free. */
+void **wk_cuda_ctx_user(wk_cuda_ctx *c, void (*user_free)(void *));
+/* Graphs: capture the context's stream, instantiate, replay. set_pos writes *dpos in
+ * stream order (a one-thread kernel) so the replayed kernels read the step's position. */
+wk_status wk_cuda_set_pos(wk_cuda_ctx *c, int64_t *dpos, int64_t value);
+wk_status wk_cuda_capture_begin(wk_cuda_ctx *c);
+wk_status wk_cuda_capture_end(wk_cuda_ctx *c, void **exec_out);
+void wk_cuda_capture_abort(wk_cuda_ctx *c);
+wk_status wk_cuda_graph_launch(wk_cuda_ctx *c, void *exec);
+void wk_cuda_graph_free(void *exec);
+/* Make sure the scratch area holds at least bytes (grows it; never during capture). */
+wk_status wk_cuda_scratch_reserve(wk_cuda_ctx *c, size_t bytes);
+/* Scratch bytes a matmul of m rows of k needs. */
+size_t wk_cuda_qmm_scratch_bytes(int64_t m, int64_t k);
+
+wk_status wk_cuda_malloc(size_t bytes, void **out);
+void wk_cuda_free(void *p);
+wk_status wk_cuda_copy_h2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
+wk_status wk_cuda_copy_d2h(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
+wk_status wk_cuda_copy_d2d(wk_cuda_ctx *c, void *dst, const void *src, size_t bytes);
+/* Synchronous copy outside any stream (QTensor storage). */
+wk_status wk_cuda_copy_sync(void *dst, const void *src, size_t bytes, bool to_device);
+wk_status wk_cuda_memset(wk_cuda_ctx *c, void *dst, int byte, size_t bytes);
+/* The last launch's error, if any, as a wick status naming what. */
+wk_status wk_cuda_check_launch(const char *what);
+
+/* Weight types the tensor-core matmul reads directly: the 12 quantized types and F16. */
+bool wk_cuda_qmm_supports(wk_type t);
+/* y[m, n] = x[m, k] · W[n, k]ᵀ with W in its own format (row-major blocks), x f32 or
+ * f16, y f32. Below WK_CUDA_QMM_GEMM_ROWS rows: the tensor-core kernel with exact
+ * weights and activations split into two halves (f32-like precision). From there on
+ * (prefill): the weight dequantized to f16 in scratch and cuBLAS (the f16 form's
+ * precision), as long as the addresses are fixed. */
+#define WK_CUDA_QMM_GEMM_ROWS 64
+wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
+                      const void *x, wk_type xtype, int64_t m, float *y);
+/* The same with addresses that may follow the step position *dpos (NULL: fixed). */
+wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
+                          wk_dptr x, wk_type xtype, int64_t m, wk_dptr y, const int64_t *dpos);
+/* Large-m precision switch (process-wide, for the benchmark): false = split halves. */
+void wk_cuda_qmm_set_fast_prefill(bool fast);
+
+/* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
+wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t nelem,
+                             void *dst, wk_type dst_type);
+/* Convert between f32 and f16 on the device. */
+wk_status wk_cuda_convert(wk_cuda_ctx *c, const void *src, wk_type src_type, void *dst,
+                          wk_type dst_type, int64_t count);
+/* Dense forms through cuBLAS: W f32 or f16 [n, k], x f32 or f16, y f32. The f16 form
+ * rounds x to f16 (in scratch); the f32 form widens f16 x to f32. */
+wk_status wk_cuda_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
+                       const void *x, wk_type xtype, int64_t m, float *y);
+
+/* Read bandwidth: sum bytes of a buffer (16-byte loads), for the benchmark's ceiling. */
+wk_status wk_cuda_read_kernel(wk_cuda_ctx *c, const void *buf, size_t bytes, float *sink);
+
+/* Events for timing on the context's stream. */
+typedef struct wk_cuda_timer wk_cuda_timer;
+wk_status wk_cuda_timer_create(wk_cuda_timer **out);
+void wk_cuda_timer_free(wk_cuda_timer *t);
+wk_status wk_cuda_timer_start(wk_cuda_ctx *c, wk_cuda_timer *t);
+wk_status wk_cuda_timer_stop(wk_cuda_ctx *c, wk_cuda_timer *t, float *ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* ---- the Llama forward's operations (ops.cu, dense.cu) ----------------------------
+ * Row-major f32 activations on the device. Every position-dependent argument is
+ * pos_off + (*dpos when dpos is given), so that a captured graph follows the step. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+wk_status wk_cuda_embed_rows(wk_cuda_ctx *c, wk_type wtype, const void *table, int64_t dim,
+                             wk_dptr ids, int64_t rows, wk_dptr x, const int64_t *dpos);
+/* y = x / rms(x) * w per row (y may be x). */
+wk_status wk_cuda_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w, int64_t rows,
+                          int64_t dim, float eps, const int64_t *dpos);
+wk_status wk_cuda_rope(wk_cuda_ctx *c, wk_dptr x, int64_t rows, int64_t n_heads, int64_t head_dim,
+                       int64_t n_rot, int64_t pos_off, float freq_base, const int64_t *dpos);
+wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                            const float *v_cache, int64_t rows, int64_t pos_off, int64_t n_heads,
+                            int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos);
+wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n, const int64_t *dpos);
+wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos);
+wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,234 @@
+/* The Llama forward's operations on the GPU: RMSNorm, RoPE, attention over the KV cache,
+ * SiLU-gated product, residual add, copy. Positions and position-dependent addresses can
+ * come from the device (dpos) so that one captured graph serves every decode step. */
+#include <math.h>
+#include <stdint.h>
+
+#include "cuda/cuda_util.cuh"
+
+namespace {
+
+template <typename P> __device__ __forceinline__ P *at(wk_dptr d, const int64_t *dpos)
+{
+    return (P *)((char *)d.base + (dpos ? *dpos * d.stride : 0));
+}
+
+__device__ __forceinline__ float block_sum(float v, float *red)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
+        for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0) red[0] = v;
+    }
+    __syncthreads();
+    return red[0];
+}
+
+__global__ void rmsnorm_kernel(wk_dptr yd, wk_dptr xd, const float *__restrict__ w, int dim,
+                               float eps, const int64_t *dpos)
+{
+    __shared__ float red[32];
+    const float *x = at<const float>(xd, dpos) + (size_t)blockIdx.x * dim;
+    float *y = at<float>(yd, dpos) + (size_t)blockIdx.x * dim;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += x[i] * x[i];
+    ss = block_sum(ss, red);
+    float r = 1.f / sqrtf(ss / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) y[i] = x[i] * r * w[i];
+}
+
+/* One thread per (row, head, pair). Angles in double, as on the CPU. */
+__global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int half,
+                            int64_t pos_off, double log_base_over_rot, const int64_t *dpos)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t total = (int64_t)rows * n_heads * half;
+    if (i >= total) return;
+    int p = (int)(i % half);
+    int64_t rh = i / half;
+    int r = (int)(rh / n_heads);
+    int64_t pos = pos_off + (dpos ? *dpos : 0) + r;
+    double theta = (double)pos * exp(-2.0 * (double)p * log_base_over_rot);
+    double sn, cs;
+    sincos(theta, &sn, &cs);
+    float c = (float)cs, s = (float)sn;
+    float *v = at<float>(xd, dpos) + rh * head_dim + 2 * p;
+    float a = v[0], b = v[1];
+    v[0] = a * c - b * s;
+    v[1] = a * s + b * c;
+}
+
+/* One block of ATT_WARPS warps per (head, row); each warp runs an online softmax over
+ * every ATT_WARPS-th key, lanes holding dims lane + 32 i; the warps are merged at the end. */
+constexpr int ATT_WARPS = 4;
+constexpr int ATT_DMAX = 8; /* head_dim <= 256 */
+
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    attention_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
+                     const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
+                     int hd, const int64_t *dpos)
+{
+    __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
+    __shared__ float sm_acc[ATT_WARPS][ATT_DMAX * 32];
+    const int h = blockIdx.x, r = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int kvh = h / (n_heads / n_kv_heads);
+    const int64_t kv_dim = (int64_t)n_kv_heads * hd;
+    const int64_t n_keys = pos_off + (dpos ? *dpos : 0) + r + 1;
+    const float *q = at<const float>(qd, dpos) + ((int64_t)r * n_heads + h) * hd;
+    const float scale = 1.f / sqrtf((float)hd);
+    float qv[ATT_DMAX], acc[ATT_DMAX];
+#pragma unroll
+    for (int i = 0; i < ATT_DMAX; i++) {
+        int d = lane + 32 * i;
+        qv[i] = d < hd ? q[d] * scale : 0.f;
+        acc[i] = 0.f;
+    }
+    float m = -INFINITY, l = 0.f;
+    for (int64_t j = warp; j < n_keys; j += ATT_WARPS) {
+        const float *k = kc + j * kv_dim + (int64_t)kvh * hd;
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < ATT_DMAX; i++) {
+            int d = lane + 32 * i;
+            if (d < hd) s += qv[i] * k[d];
+        }
+        for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        const float *v = vc + j * kv_dim + (int64_t)kvh * hd;
+        float mn = fmaxf(m, s);
+        float corr = expf(m - mn), p = expf(s - mn);
+        l = l * corr + p;
+#pragma unroll
+        for (int i = 0; i < ATT_DMAX; i++) {
+            int d = lane + 32 * i;
+            if (d < hd) acc[i] = acc[i] * corr + p * v[d];
+        }
+        m = mn;
+    }
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < ATT_DMAX; i++) sm_acc[warp][lane + 32 * i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
+    float L = 0.f, f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = sm_m[w] == -INFINITY ? 0.f : expf(sm_m[w] - M);
+        L += sm_l[w] * f[w];
+    }
+    float *out = at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * hd;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float o = 0.f;
+        for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w][d] * f[w];
+        out[d] = o / L;
+    }
+}
+
+__global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
+{
+    float *g = at<float>(gd, dpos);
+    const float *u = at<const float>(ud, dpos);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float a = g[i];
+        g[i] = a / (1.f + expf(-a)) * u[i];
+    }
+}
+
+__global__ void add_kernel(wk_dptr yd, wk_dptr xd, int64_t n, const int64_t *dpos)
+{
+    float *y = at<float>(yd, dpos);
+    const float *x = at<const float>(xd, dpos);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] += x[i];
+}
+
+__global__ void copy_kernel(wk_dptr dd, wk_dptr sd, int64_t n, const int64_t *dpos)
+{
+    float *d = at<float>(dd, dpos);
+    const float *s = at<const float>(sd, dpos);
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        d[i] = s[i];
+}
+
+unsigned grid_for(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    if (b > 4096) b = 4096;
+    return (unsigned)(b < 1 ? 1 : b);
+}
+
+} // namespace
+
+extern "C" wk_status wk_cuda_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w,
+                                     int64_t rows, int64_t dim, float eps, const int64_t *dpos)
+{
+    if (rows <= 0) return WK_OK;
+    int threads = dim >= 1024 ? 1024 : (int)((dim + 31) / 32 * 32);
+    rmsnorm_kernel<<<(unsigned)rows, threads, 0, c->stream>>>(y, x, w, (int)dim, eps, dpos);
+    return wk_cuda_check_launch("rmsnorm");
+}
+
+extern "C" wk_status wk_cuda_rope(wk_cuda_ctx *c, wk_dptr x, int64_t rows, int64_t n_heads,
+                                  int64_t head_dim, int64_t n_rot, int64_t pos_off, float freq_base,
+                                  const int64_t *dpos)
+{
+    int64_t half = n_rot / 2;
+    int64_t total = rows * n_heads * half;
+    if (total <= 0) return WK_OK;
+    double lb = log((double)freq_base) / (double)n_rot;
+    rope_kernel<<<(unsigned)((total + 255) / 256), 256, 0, c->stream>>>(
+        x, (int)rows, (int)n_heads, (int)head_dim, (int)half, pos_off, lb, dpos);
+    return wk_cuda_check_launch("rope");
+}
+
+extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                                       const float *v_cache, int64_t rows, int64_t pos_off,
+                                       int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                                       const int64_t *dpos)
+{
+    if (head_dim > ATT_DMAX * 32)
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA attention: head size %lld (at most %d)",
+                       (long long)head_dim, ATT_DMAX * 32);
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+        return wk_fail(WK_ERR_INVALID, "CUDA attention: %lld heads over %lld kv heads",
+                       (long long)n_heads, (long long)n_kv_heads);
+    if (rows <= 0) return WK_OK;
+    dim3 grid((unsigned)n_heads, (unsigned)rows);
+    attention_kernel<<<grid, ATT_WARPS * 32, 0, c->stream>>>(out, q, k_cache, v_cache, pos_off,
+                                                             (int)n_heads, (int)n_kv_heads,
+                                                             (int)head_dim, dpos);
+    return wk_cuda_check_launch("attention");
+}
+
+extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,
+                                      const int64_t *dpos)
+{
+    if (n <= 0) return WK_OK;
+    silu_mul_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(gate, up, n, dpos);
+    return wk_cuda_check_launch("silu_mul");
+}
+
+extern "C" wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos)
+{
+    if (n <= 0) return WK_OK;
+    add_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(y, x, n, dpos);
+    return wk_cuda_check_launch("add");
+}
+
+extern "C" wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n,
+                                      const int64_t *dpos)
+{
+    if (n <= 0) return WK_OK;
+    copy_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(dst, src, n, dpos);
+    return wk_cuda_check_launch("copy");
+}

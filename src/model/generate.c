@@ -1,0 +1,156 @@
+/* Generation: prefill the prompt, then choose and feed back one token at a time,
+ * streaming the text in whole UTF-8 characters. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "model/llama.h"
+
+void wk_generate_options_init(wk_generate_options *opt)
+{
+    opt->max_tokens = 128;
+    wk_sampler_options_init(&opt->sampling);
+    opt->sampling.temperature = 0.0f;
+    opt->stop_at_eos = true;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- whole UTF-8 characters ---------------------------------------------------------- */
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} utf8_stream;
+
+/* Length of the complete characters at the start of s[0..n): a character cut off at the
+ * end waits for more bytes; a malformed byte counts as one character of its own. */
+static size_t utf8_complete(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = s[i];
+        size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4 : 1;
+        size_t j = 1;
+        while (j < len && i + j < n && (s[i + j] & 0xC0) == 0x80) j++;
+        if (j < len && i + j == n) break; /* cut off: wait */
+        i += j;                           /* whole, or malformed (passed as is) */
+    }
+    return i;
+}
+
+/* Append a token's piece and pass on the whole characters that are ready (one call per
+ * token). Returns the callback's answer, or -1 when memory ran out. */
+static int utf8_push(utf8_stream *u, const char *piece, size_t n, int32_t token,
+                     wk_token_callback cb, void *user)
+{
+    if (u->len + n + 1 > u->cap) {
+        size_t cap = (u->len + n + 1) * 2 + 64;
+        char *p = realloc(u->buf, cap);
+        if (!p) return -1;
+        u->buf = p;
+        u->cap = cap;
+    }
+    memcpy(u->buf + u->len, piece, n);
+    u->len += n;
+    size_t ready = utf8_complete((const unsigned char *)u->buf, u->len);
+    char keep = u->buf[ready];
+    u->buf[ready] = '\0'; /* the callback may treat the text as a C string */
+    int stop = cb ? cb(user, token, u->buf, ready) : 0;
+    u->buf[ready] = keep;
+    memmove(u->buf, u->buf + ready, u->len - ready);
+    u->len -= ready;
+    return stop;
+}
+
+/* ---- the loop --------------------------------------------------------------------------- */
+
+wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt,
+                            const wk_generate_options *opt, wk_token_callback cb, void *user,
+                            wk_generate_stats *stats)
+{
+    wk_generate_stats local;
+    if (!stats) stats = &local;
+    memset(stats, 0, sizeof *stats);
+    wk_generate_options defaults;
+    if (!opt) {
+        wk_generate_options_init(&defaults);
+        opt = &defaults;
+    }
+    const wk_model_info *h = &m->info;
+    if (n_prompt <= 0)
+        return wk_fail(WK_ERR_INVALID, "the prompt has no tokens");
+    if (n_prompt > h->n_ctx)
+        return wk_fail(WK_ERR_INVALID, "the prompt has %lld tokens, more than the context of %lld",
+                       (long long)n_prompt, (long long)h->n_ctx);
+    if (opt->max_tokens < 0)
+        return wk_fail(WK_ERR_INVALID, "max_tokens %lld is negative", (long long)opt->max_tokens);
+
+    wk_sampler *sampler;
+    wk_status st = wk_sampler_create(&opt->sampling, h->n_vocab, &sampler);
+    if (st != WK_OK) return st;
+    float *logits = malloc((size_t)h->n_vocab * sizeof(float));
+    if (!logits) {
+        wk_sampler_free(sampler);
+        return wk_fail(WK_ERR_NOMEM, "cannot allocate %lld logits", (long long)h->n_vocab);
+    }
+    utf8_stream text = {NULL, 0, 0};
+
+    /* Prefill: the whole prompt in one forward, then the first choice. */
+    stats->n_prompt = n_prompt;
+    m->n_past = 0;
+    double t0 = now_ms();
+    st = wk_model_forward(m, prompt, n_prompt, 0, false, logits);
+    if (st != WK_OK) goto done;
+    int32_t token = wk_sampler_sample(sampler, logits);
+    stats->prefill_ms = now_ms() - t0;
+
+    /* Decode: pass the token on, feed it back, choose the next. */
+    t0 = now_ms();
+    for (int64_t generated = 0; generated < opt->max_tokens;) {
+        generated++;
+        stats->n_generated = generated;
+        if (opt->stop_at_eos && wk_tokenizer_is_eog(m->tokenizer, token)) {
+            stats->hit_eos = true;
+            break;
+        }
+        const char *piece;
+        size_t piece_len;
+        st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len);
+        if (st != WK_OK) goto done;
+        int stop = utf8_push(&text, piece, piece_len, token, cb, user);
+        if (stop < 0) {
+            st = wk_fail(WK_ERR_NOMEM, "cannot hold the text of token %d", (int)token);
+            goto done;
+        }
+        if (stop) break;
+        if (generated == opt->max_tokens) break;
+        if (m->n_past >= h->n_ctx) {
+            stats->hit_context = true;
+            break;
+        }
+        st = wk_model_forward(m, &token, 1, m->n_past, false, logits);
+        if (st != WK_OK) goto done;
+        token = wk_sampler_sample(sampler, logits);
+        stats->n_decode++;
+    }
+    stats->decode_ms = now_ms() - t0;
+    /* Bytes of a character the model never finished are passed as they are. */
+    if (text.len > 0 && cb) {
+        text.buf[text.len] = '\0';
+        cb(user, -1, text.buf, text.len);
+    }
+
+done:
+    free(text.buf);
+    free(logits);
+    wk_sampler_free(sampler);
+    return st;
+}

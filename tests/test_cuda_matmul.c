@@ -1,0 +1,195 @@
+/* CUDA QMatMul: every type x form x input dtype x row count against a float64 reference
+ * of the dequantized weights, on fresh random inputs, the output poisoned before each run;
+ * and the rejections. Skips (exit 0) when no CUDA device is present. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "wick/quant.h"
+#include "wick/tensor.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) /* [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
+}
+
+static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK_TYPE_Q4_0,
+                                    WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0,
+                                    WK_TYPE_Q8_1, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
+                                    WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
+static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 256};
+
+/* One weight of type t, [n, k], and its dequantized values (the reference). */
+static wk_qtensor *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
+{
+    float *src = malloc(sizeof(float) * (size_t)(n * k));
+    for (int64_t i = 0; i < n * k; i++) src[i] = (float)(urand() * (1.0 + (i % 7 == 0)));
+    int64_t dims[2] = {n, k};
+    wk_qtensor *w = NULL;
+    if (wk_qtensor_quantize(t, 2, dims, src, &w) != WK_OK) {
+        fprintf(stderr, "quantize %s: %s\n", wk_type_name(t), wk_last_error());
+        free(src);
+        return NULL;
+    }
+    CHECK_OK(wk_qtensor_dequantize_f32(w, src));
+    for (int64_t i = 0; i < n * k; i++) ref[i] = src[i];
+    free(src);
+    return w;
+}
+
+/* Run one matmul and compare each output with sum |w x| scaled tolerance. */
+static double run_case(wk_engine *e, wk_qmatmul *mm, const double *wref, int64_t n, int64_t k,
+                       int64_t m, wk_type xt, double tol, const char *label)
+{
+    size_t xbytes = (size_t)(m * k) * (xt == WK_TYPE_F32 ? 4 : 2);
+    float *xf = malloc(sizeof(float) * (size_t)(m * k));
+    uint16_t *xh = malloc(2 * (size_t)(m * k));
+    double *xd = malloc(sizeof(double) * (size_t)(m * k));
+    for (int64_t r = 0; r < m; r++) {
+        double mag = r % 3 == 0 ? 1.0 : (r % 3 == 1 ? 0.01 : 40.0); /* rows of different size */
+        for (int64_t i = 0; i < k; i++) {
+            float v = (float)(urand() * mag);
+            if (xt == WK_TYPE_F16) {
+                xh[r * k + i] = wk_f32_to_f16(v);
+                v = wk_f16_to_f32(xh[r * k + i]);
+            }
+            xf[r * k + i] = v;
+            xd[r * k + i] = v;
+        }
+    }
+    float *y = malloc(sizeof(float) * (size_t)(m * n));
+    for (int64_t i = 0; i < m * n; i++) y[i] = NAN;
+    void *dx = NULL, *dy = NULL;
+    double worst = 0;
+    CHECK_OK(wk_engine_alloc(e, xbytes, &dx));
+    CHECK_OK(wk_engine_alloc(e, sizeof(float) * (size_t)(m * n), &dy));
+    if (!dx || !dy) goto done;
+    CHECK_OK(wk_engine_upload(e, dx, xt == WK_TYPE_F32 ? (void *)xf : (void *)xh, xbytes));
+    CHECK_OK(wk_engine_upload(e, dy, y, sizeof(float) * (size_t)(m * n))); /* NaN poison */
+    CHECK_OK(wk_qmatmul_forward(mm, dx, xt, m, k, dy));
+    CHECK_OK(wk_engine_download(e, y, dy, sizeof(float) * (size_t)(m * n)));
+    int bad = 0;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t c = 0; c < n; c++) {
+            double ref = 0, mag = 0;
+            for (int64_t i = 0; i < k; i++) {
+                ref += wref[c * k + i] * xd[r * k + i];
+                mag += fabs(wref[c * k + i] * xd[r * k + i]);
+            }
+            double got = y[r * n + c];
+            double err = fabs(got - ref) / (mag > 0 ? mag : 1.0);
+            if (!(err <= tol)) {
+                if (bad++ < 3)
+                    fprintf(stderr, "  %s m=%lld row %lld col %lld: got %.9g want %.9g (rel %.3g > %.3g)\n",
+                            label, (long long)m, (long long)r, (long long)c, got, ref, err, tol);
+                err = isnan(err) ? 1e30 : err;
+            }
+            if (err > worst) worst = err;
+        }
+    CHECK_MSG(bad == 0, "%s m=%lld: %d of %lld outputs out of tolerance", label, (long long)m, bad,
+              (long long)(m * n));
+done:
+    wk_engine_free_buffer(e, dx);
+    wk_engine_free_buffer(e, dy);
+    free(xf);
+    free(xh);
+    free(xd);
+    free(y);
+    return worst;
+}
+
+static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
+{
+    double *wref = malloc(sizeof(double) * (size_t)(n * k));
+    wk_qtensor *w = make_weight(t, n, k, wref);
+    CHECK(w != NULL);
+    if (!w) {
+        free(wref);
+        return;
+    }
+    const wk_form forms[] = {WK_FORM_QUANTIZED, WK_FORM_PRECISE, WK_FORM_F32, WK_FORM_F16};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        wk_qtensor *copy = NULL;
+        CHECK_OK(wk_qtensor_to_device(w, WK_DEVICE_CPU, &copy));
+        wk_qmatmul *mm = NULL;
+        CHECK_OK(wk_qmatmul_create(e, copy, forms[f], &mm));
+        if (!mm) {
+            wk_qtensor_free(copy);
+            continue;
+        }
+        wk_form got = wk_qmatmul_form(mm);
+        /* f16 form: x and w rounded to f16; every other GPU form keeps f32-like precision. */
+        double tol = got == WK_FORM_F16 ? 3e-3 : 2e-5;
+        for (int xi = 0; xi < 2; xi++) {
+            wk_type xt = xi ? WK_TYPE_F16 : WK_TYPE_F32;
+            double worst = 0;
+            char label[96];
+            snprintf(label, sizeof label, "%s %s x=%s", wk_type_name(t), wk_form_name(got),
+                     wk_type_name(xt));
+            for (size_t mi = 0; mi < sizeof row_counts / sizeof row_counts[0]; mi++) {
+                /* From 64 rows quantized weights go through f16 and cuBLAS (prefill). */
+                double tm = row_counts[mi] >= 64 && wk_type_is_quantized(t) && got != WK_FORM_F32 ? 3e-3 : tol;
+                if (t == WK_TYPE_F16 && got == WK_FORM_PRECISE && row_counts[mi] >= 64 && k % 16 == 0) tm = 3e-3;
+                double w1 = run_case(e, mm, wref, n, k, row_counts[mi], xt, tm, label);
+                if (w1 > worst) worst = w1;
+            }
+            printf("%-28s n=%lld k=%lld: worst relative error %.3g\n", label, (long long)n,
+                   (long long)k, worst);
+        }
+        wk_qmatmul_free(mm);
+    }
+    wk_qtensor_free(w);
+    free(wref);
+}
+
+static void test_rejections(wk_engine *e)
+{
+    int64_t dims[2] = {32, 256};
+    float *src = calloc(32 * 256, sizeof(float));
+    for (int i = 0; i < 32 * 256; i++) src[i] = (float)urand();
+    wk_qtensor *w = NULL;
+    CHECK_OK(wk_qtensor_quantize(WK_TYPE_Q4_K, 2, dims, src, &w));
+    wk_qmatmul *mm = NULL;
+    CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
+    void *dx = NULL, *dy = NULL;
+    CHECK_OK(wk_engine_alloc(e, 4 * 256 * 2, &dx));
+    CHECK_OK(wk_engine_alloc(e, 4 * 32 * 2, &dy));
+    if (mm && dx && dy) {
+        CHECK_FAILS(wk_qmatmul_forward(mm, dx, WK_TYPE_Q8_0, 1, 256, dy), WK_ERR_INVALID, "q8_0");
+        CHECK_FAILS(wk_qmatmul_forward(mm, dx, WK_TYPE_F32, 1, 128, dy), WK_ERR_INVALID, "k = 256");
+    }
+    wk_engine_free_buffer(e, dx);
+    wk_engine_free_buffer(e, dy);
+    wk_qmatmul_free(mm);
+    free(src);
+}
+
+int main(void)
+{
+    if (!wk_cuda_available()) {
+        printf("SKIP: no CUDA device here (test_cuda_matmul needs a GPU; nothing was checked)\n");
+        return 0;
+    }
+    wk_engine *e = NULL;
+    CHECK_OK(wk_engine_create(WK_DEVICE_CUDA, 0, &e));
+    if (!e) return 1;
+    for (size_t i = 0; i < sizeof all_types / sizeof all_types[0]; i++) {
+        test_type(e, all_types[i], 40, 512);   /* n not a multiple of 16: the tail rows */
+    }
+    /* Larger k, and dense weights whose k is no multiple of 16 (cuBLAS path). */
+    test_type(e, WK_TYPE_Q4_K, 64, 4096);
+    test_type(e, WK_TYPE_Q8_0, 48, 4096);
+    test_type(e, WK_TYPE_F16, 24, 40);
+    test_type(e, WK_TYPE_BF16, 24, 40);
+    test_type(e, WK_TYPE_F32, 24, 40);
+    test_rejections(e);
+    wk_engine_free(e);
+    TEST_MAIN_END();
+}
