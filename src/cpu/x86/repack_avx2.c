@@ -406,7 +406,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
     static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
-        const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);                       \
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);                   \
         __m256 acc[R];                                                                             \
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
@@ -424,12 +424,13 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
                     __m256i hb =                                                                   \
                         _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
-                    __m256i lo = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(v, m4),                                                   \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh), m3), 4));    \
-                    __m256i hi = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                             \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh + 2), m3), 4)); \
+                    /* the two top bits of each code, moved straight to bits 4-5 */            \
+                    __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);                             \
+                    __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);       \
+                    __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),                          \
+                                                 _mm256_and_si256(lo_h, m30));                     \
+                    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),    \
+                                                 _mm256_and_si256(hi_h, m30));                     \
                     for (int r = 0; r < R; r++) {                                                  \
                         const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
                         plo[r] = _mm256_add_epi16(                                                 \
