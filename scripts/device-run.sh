@@ -41,8 +41,9 @@ if has compare; then
   T=/root/cmp
   mkdir -p $T
   {
-    $B/wick quantize "$M" $T/q8_0.gguf q8_0 >/dev/null && echo "quantized q8_0"
-    $B/wick quantize "$M" $T/q4_k_m.gguf q4_k_m >/dev/null && echo "quantized q4_k_m"
+    for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
+      [ $f = q4_1 ] || { $B/wick quantize "$M" $T/$f.gguf $f >/dev/null && echo "quantized $f"; }
+    done
     for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
       file=$T/$f.gguf
       [ $f = q4_1 ] && file=$M
@@ -68,6 +69,6 @@ if has compare; then
 fi
 
 if has bench; then
-  $B/cuda_matmul_bench --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
+  $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
   cat "$O/bench.txt"
 fi
