@@ -162,6 +162,10 @@ static bool list_matches(cuda_be *b, const rec *l, int n, int64_t P)
         if (x->op == OP_MATMUL && !wk_cuda_mm_graphable(x->obj)) return false;
         for (int k = 0; k < REC_PTRS; k++) {
             int64_t diff = (int64_t)(x->p[k] - t->p[k]);
+            /* Tables, norm weights and the KV-cache bases are read at fixed addresses. */
+            bool fixed_slot = k >= 2 && (x->op == OP_EMBED || x->op == OP_RMSNORM ||
+                                         x->op == OP_ATTENTION);
+            if (fixed_slot && diff != 0) return false;
             if (b->learned) {
                 if (diff != t->stride[k] * dP) return false;
             } else if (diff != 0 && (dP == 0 || diff % dP != 0)) {

@@ -308,6 +308,8 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
                                      int64_t k, wk_dptr x, wk_type xtype, int64_t m, wk_dptr y,
                                      const int64_t *dpos)
 {
+    bool reuse = c->reuse_x; /* one call only, whatever happens to it */
+    c->reuse_x = false;
     const wk_type_traits *tr = wk_traits(wtype);
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
@@ -323,8 +325,6 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (n > INT32_MAX || k > INT32_MAX || m > INT32_MAX / 64)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: sizes n = %lld, k = %lld, m = %lld too large",
                        tr->name, (long long)n, (long long)k, (long long)m);
-    bool reuse = c->reuse_x;
-    c->reuse_x = false;
     if (m >= WK_CUDA_QMM_GEMM_ROWS && !dpos) return qmm_via_gemm(c, wtype, w, n, k, x.base, xtype, m, (float *)y.base);
     wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmm_scratch_bytes(m, k));
     if (st) return st;
