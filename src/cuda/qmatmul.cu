@@ -276,6 +276,8 @@ wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, 
 
 extern "C" void wk_cuda_qmm_set_fast_prefill(bool fast) { g_fast_prefill = fast; }
 
+extern "C" void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c) { c->reuse_x = true; }
+
 extern "C" bool wk_cuda_qmm_supports(wk_type t)
 {
     switch (t) {
@@ -306,6 +308,8 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
                                      int64_t k, wk_dptr x, wk_type xtype, int64_t m, wk_dptr y,
                                      const int64_t *dpos)
 {
+    bool reuse = c->reuse_x; /* one call only, whatever happens to it */
+    c->reuse_x = false;
     const wk_type_traits *tr = wk_traits(wtype);
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
@@ -326,7 +330,9 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (st) return st;
     int64_t mpad = padded_rows(m);
     xprep p = carve(c->scratch, mpad, k);
-    if (xtype == WK_TYPE_F32)
+    if (reuse)
+        ; /* the previous call prepared this very input */
+    else if (xtype == WK_TYPE_F32)
         prepare_x<float><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
     else
         prepare_x<__half><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
