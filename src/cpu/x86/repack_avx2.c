@@ -471,25 +471,20 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
 
 WK_Q6_KX8_TILE(1)
 WK_Q6_KX8_TILE(2)
-WK_Q6_KX8_TILE(3)
-WK_Q6_KX8_TILE(4)
 
+/* Row tiles of 2: with 4 rows the 16-bit and 32-bit sums no longer fit in registers. */
 static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
-            case 2: wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
-            case 3: wk_q6_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
-            default: wk_q6_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
-            }
+            if (rr == 1) wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
+            else wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
