@@ -5,10 +5,14 @@ For each prompt, llama.cpp (through llama-cpp-python, same GGUF file) gives:
   ids      the prompt's token ids
   top      the 100 largest first-step logits, as [id, logit] pairs, and max
   greedy   the greedy continuation of 32 tokens (token ids)
+  gaps     at each greedy step, llama.cpp's margin between its first and second logit
+           (a small margin is a near-tie that rounding may turn either way)
 llama.cpp runs with an f32 KV cache and no flash attention, so that its attention is
 the same arithmetic as wick's (its default f16 cache rounds keys and values).
 
-usage: gen-model-fixtures.py MODEL.gguf OUT.json [--threads 2]
+usage: gen-model-fixtures.py MODEL.gguf OUT.json [--threads 2] [--quantize TYPE]
+--quantize records that MODEL is `wick quantize DEFAULT MODEL TYPE` of the default model, so
+the test can remake it (and confirm it by its SHA-256).
 (needs llama-cpp-python; the repository's CI never runs this, it only reads the output)
 """
 import argparse
@@ -50,6 +54,7 @@ def main():
     ap.add_argument("model")
     ap.add_argument("out")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quantize", help="the wick quantize type that made MODEL from the default model")
     args = ap.parse_args()
 
     import llama_cpp
@@ -64,10 +69,12 @@ def main():
         llm.eval(ids)
         first = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
         order = np.argsort(-first, kind="stable")[:N_TOP]
-        greedy = []
+        greedy, gaps = [], []
         logits = first
         for _ in range(N_GREEDY):
             tok = int(np.argmax(logits))
+            two = np.partition(logits, -2)[-2:]
+            gaps.append(round(float(two[1] - two[0]), 4))
             greedy.append(tok)
             llm.eval([tok])
             logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
@@ -78,6 +85,7 @@ def main():
             "max": float(first.max()),
             "top": [[int(i), round(float(first[i]), 5)] for i in order],
             "greedy": greedy,
+            "gaps": gaps,
             "greedy_text": llm.detokenize(greedy).decode("utf-8", "replace"),
         })
         print(f"{text[:40]!r}: {len(ids)} ids, top {order[0]}, greedy {cases[-1]['greedy_text'][:50]!r}",
@@ -91,6 +99,8 @@ def main():
         "n_vocab": llm.n_vocab(),
         "cases": cases,
     }
+    if args.quantize:
+        doc["quantize"] = args.quantize
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

@@ -213,17 +213,29 @@ def pre_variant(model, pre, tmpdir):
 
 # ---- a small SentencePiece-style vocabulary ----
 
-SPM_CORPUS_FILES = ["SPEC.md", "DESIGN.md"]
+# A fixed corpus, so that the vocabulary is the same wherever this runs.
+SPM_CORPUS = """
+wick runs quantized language models from GGUF files on the processor and on graphics cards.
+A model file holds the weights of every layer, the vocabulary of the tokenizer and the chat
+template. The tokenizer splits the text into tokens, the model reads the tokens and predicts
+the next one, and the sampler chooses it. The tokens are turned back into text as they come.
+Every weight matrix is stored in blocks of thirty two or two hundred fifty six numbers with a
+scale, and the matrix multiplication reads the blocks directly. The quantized form is fast and
+small; the precise form keeps more of the original numbers; the float form is the reference.
+The tests compare the results with the reference implementation on the same file, the same
+prompt and the same number of threads. A test that can fail compares against an independent
+reference, prints the values it saw, and names the file, the tensor and the key it read.
+The command line has subcommands for running a model, measuring the speed of matrix products,
+comparing the logits of two runs, inspecting a file and writing a requantized copy of it.
+Hello world! How are you today? What is the capital of France? The quick brown fox jumps
+over the lazy dog. She sells sea shells by the sea shore. Peter Piper picked a peck of
+pickled peppers. There are three hundred and sixty five days in a year, twelve months and
+fifty two weeks. Numbers like 1234 and 3.14159 and dates like 2024-05-17 appear in text too.
+"""
 
 
 def spm_corpus():
-    text = ""
-    for name in ("/work/shared/SPEC.md", "/work/shared/DESIGN.md",
-                 os.path.join(ROOT, "README.md")):
-        if os.path.exists(name):
-            with open(name, encoding="utf-8") as f:
-                text += f.read() + "\n"
-    return text
+    return SPM_CORPUS
 
 
 def build_spm_vocab():

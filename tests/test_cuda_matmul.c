@@ -134,7 +134,10 @@ static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
             snprintf(label, sizeof label, "%s %s x=%s", wk_type_name(t), wk_form_name(got),
                      wk_type_name(xt));
             for (size_t mi = 0; mi < sizeof row_counts / sizeof row_counts[0]; mi++) {
-                double w1 = run_case(e, mm, wref, n, k, row_counts[mi], xt, tol, label);
+                /* From 64 rows quantized weights go through f16 and cuBLAS (prefill). */
+                double tm = row_counts[mi] >= 64 && wk_type_is_quantized(t) && got != WK_FORM_F32 ? 3e-3 : tol;
+                if (t == WK_TYPE_F16 && got == WK_FORM_PRECISE && row_counts[mi] >= 64 && k % 16 == 0) tm = 3e-3;
+                double w1 = run_case(e, mm, wref, n, k, row_counts[mi], xt, tm, label);
                 if (w1 > worst) worst = w1;
             }
             printf("%-28s n=%lld k=%lld: worst relative error %.3g\n", label, (long long)n,

@@ -202,6 +202,26 @@ static void check_q8_K_bsums(const inputs *in)
     }
 }
 
+/* Inputs that are not finite, or huge, or subnormal: quantizing and dequantizing must
+ * not crash or invoke undefined behaviour (the sanitizer build runs this). The values
+ * are garbage, as ggml's would be. */
+static void check_hostile_inputs(void)
+{
+    static float x[512], y[512];
+    static uint8_t q[512 / 256 * 292];
+    const wk_type ts[] = {WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
+                          WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
+    const float specials[] = {NAN, INFINITY, -INFINITY, 3e38f, -3e38f, 1e-40f, 1e-20f};
+    for (size_t s = 0; s < sizeof specials / sizeof specials[0]; s++)
+        for (size_t t = 0; t < sizeof ts / sizeof ts[0]; t++)
+            for (int all = 0; all < 2; all++) {
+                for (int i = 0; i < 512; i++)
+                    x[i] = (all || i % 7 == 0) ? specials[s] : (float)(i % 13) - 6.0f;
+                CHECK_OK(wk_quantize_row(ts[t], x, q, 512));
+                CHECK_OK(wk_dequantize_row(ts[t], q, y, 512));
+            }
+}
+
 int main(void)
 {
     static const struct { wk_type t; const char *file; double rmse; } types[] = {
@@ -217,6 +237,7 @@ int main(void)
         if (in.n_rows) check_vec_dot(types[i].t, &in);
     }
     check_q8_K_bsums(&in);
+    check_hostile_inputs();
 
     /* rows that are not whole super-blocks are refused with the numbers */
     float x[300] = {0};

@@ -15,8 +15,21 @@
  *
  * Text is UTF-8. Invalid UTF-8 never fails: for BPE each byte that does not
  * start a well-formed sequence is read as U+FFFD (as llama.cpp does); for
- * SentencePiece the bytes go through byte fallback. Overlong forms are read
- * by value, as llama.cpp reads them.
+ * SentencePiece the bytes go through byte fallback. Overlong forms and lone
+ * surrogates are read by value, as llama.cpp reads them. A byte the
+ * vocabulary has no token for is dropped, as in llama.cpp (SmolLM2 has none
+ * for 0x04, 0x06, 0x13, 0x14, 0x16 and 0x1D).
+ *
+ * Where wick differs from llama.cpp: four-byte sequences above U+10FFFF
+ * (F4 90.. to F7) give U+FFFD per byte where llama.cpp aborts; a
+ * SentencePiece byte without a <0xNN> token gives the unknown token where
+ * llama.cpp throws; special tokens of equal length are tried in id order
+ * (llama.cpp's order among them is unspecified; it matters only when two
+ * overlap in the text); the end-of-turn token found by name is the lowest id
+ * (llama.cpp takes the first in its hash map's order); Unicode classes come
+ * from Unicode 14 (characters assigned later count as unassigned); the
+ * lstrip/rstrip token attributes llama.cpp sets for a few models by name
+ * (Phi-3, Jina) are not applied.
  *
  * Special tokens: control (token type 3), user-defined (4) and unknown (2)
  * tokens are recognised by their text when parse_special is set, longest
@@ -95,6 +108,9 @@ bool wk_tokenizer_is_eog(const wk_tokenizer *tok, int32_t id);
 const char *wk_tokenizer_token_text(const wk_tokenizer *tok, int32_t id);
 /* tokenizer.chat_template, or NULL when the file has none. */
 const char *wk_tokenizer_chat_template(const wk_tokenizer *tok);
+
+/* The longest text encode takes, in bytes (1 GiB). */
+#define WK_TOKENIZER_MAX_TEXT ((size_t)1 << 30)
 
 /* Tokenize text[0..len). Writes at most cap ids to out and the count to *n.
  * When cap is too small, returns WK_ERR_INVALID with *n set to the count

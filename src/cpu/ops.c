@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/backend.h"
+#include "cpu/cpu_engine.h"
 #include "quant/traits.h"
 
 static wk_status cpu_alloc(wk_engine *e, size_t nbytes, void **out)
@@ -152,12 +153,14 @@ static void attention_task(void *arg, int ith, int nth)
     for (int64_t i = ith; i < total; i += nth) attention_one(j, i / j->n_heads, i % j->n_heads);
 }
 
-/* Run task(arg, i, n) for i < n workers. On the calling thread until the engine's pool
- * offers a parallel section to ops. */
-static void ops_parallel(wk_engine *e, void (*task)(void *, int, int), void *arg)
+/* Run task(arg, i, n) on each of the engine's n workers. */
+static void ops_parallel(wk_engine *e, wk_pool_fn task, void *arg)
 {
-    (void)e;
-    task(arg, 0, 1);
+    wk_cpu_engine *ce = (wk_cpu_engine *)e;
+    if (ce->pool && wk_pool_threads(ce->pool) > 1)
+        wk_pool_run(ce->pool, task, arg);
+    else
+        task(arg, 0, 1);
 }
 
 static wk_status cpu_attention(wk_engine *e, float *out, const float *q, const float *k_cache,

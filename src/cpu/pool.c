@@ -12,7 +12,11 @@
 
 #include "core/error.h"
 
-#define WK_SPIN_ROUNDS 20000
+/* Idle workers spin this many pauses before sleeping (calls come back to back while
+ * decoding); waits inside a run (barrier, join) spin less and then yield, so that more
+ * threads than free cores still make progress. */
+#define WK_SPIN_ROUNDS 10000
+#define WK_WAIT_SPINS 1000
 
 struct wk_pool {
     int n;
@@ -144,7 +148,7 @@ void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx)
     fn(ctx, 0, p->n);
     int spins = 0;
     while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n - 1) {
-        if (++spins < WK_SPIN_ROUNDS) wk_cpu_relax();
+        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
         else sched_yield();
     }
 }
@@ -160,7 +164,7 @@ void wk_pool_barrier(wk_pool *p)
     }
     int spins = 0;
     while (atomic_load_explicit(&p->phase, memory_order_acquire) == phase) {
-        if (++spins < WK_SPIN_ROUNDS) wk_cpu_relax();
+        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
         else sched_yield();
     }
 }

@@ -56,13 +56,19 @@ wk_status wk_cuda_check_launch(const char *what);
 /* Weight types the tensor-core matmul reads directly: the 12 quantized types and F16. */
 bool wk_cuda_qmm_supports(wk_type t);
 /* y[m, n] = x[m, k] · W[n, k]ᵀ with W in its own format (row-major blocks), x f32 or
- * f16, y f32. Exact weights; activations split into two halves (f32-like precision)
- * unless fast is set and m > 8 (then one half: the f16 form's precision). */
+ * f16, y f32. Below WK_CUDA_QMM_GEMM_ROWS rows: the tensor-core kernel with exact
+ * weights and activations split into two halves (f32-like precision). From there on
+ * (prefill): the weight dequantized to f16 in scratch and cuBLAS (the f16 form's
+ * precision), as long as the addresses are fixed. */
+#define WK_CUDA_QMM_GEMM_ROWS 64
 wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                       const void *x, wk_type xtype, int64_t m, float *y);
 /* The same with addresses that may follow the step position *dpos (NULL: fixed). */
 wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                           wk_dptr x, wk_type xtype, int64_t m, wk_dptr y, const int64_t *dpos);
+/* The next wk_cuda_qmm[_dyn] call has the same input (address, rows, k, type) as the
+ * previous one and nothing wrote it since: its preparation is skipped. */
+void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c);
 /* Large-m precision switch (process-wide, for the benchmark): false = split halves. */
 void wk_cuda_qmm_set_fast_prefill(bool fast);
 

@@ -245,9 +245,38 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
     return wk_cuda_check_launch("the quantized matmul kernel");
 }
 
+/* Many rows: the weight is dequantized to f16 in scratch and multiplied by cuBLAS on the
+ * tensor cores (x rounded to f16: the f16 form's precision). */
+wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
+                       const void *x, wk_type xtype, int64_t m, float *y)
+{
+    size_t wb = wtype == WK_TYPE_F16 ? 0 : round_up((size_t)(n * k) * 2, 256);
+    size_t xb = xtype == WK_TYPE_F16 ? 0 : (size_t)(m * k) * 2;
+    wk_status st = wk_cuda_scratch_reserve(c, wb + xb);
+    if (st) return st;
+    const void *wh = w, *xh = x;
+    if (wb) {
+        st = wk_cuda_dequantize(c, wtype, w, n * k, c->scratch, WK_TYPE_F16);
+        if (st) return st;
+        wh = c->scratch;
+    }
+    if (xb) {
+        st = wk_cuda_convert(c, x, xtype, (char *)c->scratch + wb, WK_TYPE_F16, m * k);
+        if (st) return st;
+        xh = (char *)c->scratch + wb;
+    }
+    const float one = 1.f, zero = 0.f;
+    return wk_blas_err(cublasGemmEx(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one,
+                                    wh, CUDA_R_16F, (int)k, xh, CUDA_R_16F, (int)k, &zero, y,
+                                    CUDA_R_32F, (int)n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                       "cublasGemmEx (dequantized weight)");
+}
+
 } // namespace
 
 extern "C" void wk_cuda_qmm_set_fast_prefill(bool fast) { g_fast_prefill = fast; }
+
+extern "C" void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c) { c->reuse_x = true; }
 
 extern "C" bool wk_cuda_qmm_supports(wk_type t)
 {
@@ -279,6 +308,8 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
                                      int64_t k, wk_dptr x, wk_type xtype, int64_t m, wk_dptr y,
                                      const int64_t *dpos)
 {
+    bool reuse = c->reuse_x; /* one call only, whatever happens to it */
+    c->reuse_x = false;
     const wk_type_traits *tr = wk_traits(wtype);
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
@@ -294,11 +325,14 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (n > INT32_MAX || k > INT32_MAX || m > INT32_MAX / 64)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: sizes n = %lld, k = %lld, m = %lld too large",
                        tr->name, (long long)n, (long long)k, (long long)m);
+    if (m >= WK_CUDA_QMM_GEMM_ROWS && !dpos) return qmm_via_gemm(c, wtype, w, n, k, x.base, xtype, m, (float *)y.base);
     wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmm_scratch_bytes(m, k));
     if (st) return st;
     int64_t mpad = padded_rows(m);
     xprep p = carve(c->scratch, mpad, k);
-    if (xtype == WK_TYPE_F32)
+    if (reuse)
+        ; /* the previous call prepared this very input */
+    else if (xtype == WK_TYPE_F32)
         prepare_x<float><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
     else
         prepare_x<__half><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);

@@ -2,9 +2,10 @@
  * in the file) from the moment they are set, so that copying a value out of an
  * open file, nested arrays included, is copying its bytes. */
 #include <errno.h>
-#include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "gguf/gguf_internal.h"
@@ -439,12 +440,29 @@ wk_status wk_gguf_writer_write_memory(wk_gguf_writer *w, void **data, size_t *si
     return WK_OK;
 }
 
-static bool wk_write_zeros(FILE *f, size_t n)
+/* write(2) until all n bytes are out; false (errno set) on failure. */
+static bool wk_write_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *q = p;
+    while (n > 0) {
+        ssize_t k = write(fd, q, n < ((size_t)1 << 30) ? n : ((size_t)1 << 30));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = EIO;
+            return false;
+        }
+        q += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+static bool wk_write_zeros(int fd, size_t n)
 {
     static const uint8_t zeros[256];
     while (n > 0) {
         size_t k = n < sizeof zeros ? n : sizeof zeros;
-        if (fwrite(zeros, 1, k, f) != k) return false;
+        if (!wk_write_all(fd, zeros, k)) return false;
         n -= k;
     }
     return true;
@@ -461,25 +479,25 @@ wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path)
         free(b.p);
         return st;
     }
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
         int e = errno;
         free(b.p);
         return wk_fail(WK_ERR_IO, "%s: cannot create: %s", path, strerror(e));
     }
-    bool ok = fwrite(b.p, 1, b.len, f) == b.len;
+    bool ok = wk_write_all(fd, b.p, b.len);
     for (size_t i = 0; ok && i < w->n_tensors; i++) {
         const wk_wtensor *t = &w->tensors[i];
-        ok = fwrite(t->data, 1, t->nbytes, f) == t->nbytes && wk_write_zeros(f, wk_pad(t->nbytes, a));
+        ok = wk_write_all(fd, t->data, t->nbytes) && wk_write_zeros(fd, wk_pad(t->nbytes, a));
     }
     int e = ok ? 0 : errno;
-    if (fclose(f) != 0 && ok) {
+    if (close(fd) != 0 && ok) {
         ok = false;
         e = errno;
     }
     free(b.p);
     if (!ok) {
-        remove(path);
+        unlink(path);
         return wk_fail(WK_ERR_IO, "%s: write failed: %s", path, strerror(e));
     }
     return WK_OK;

@@ -717,6 +717,10 @@ static wk_status encode(encoder *e, const char *text, size_t len, bool add_speci
 static wk_status check_args(const wk_tokenizer *t, const char *text, size_t len) {
     if (!t) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL tokenizer");
     if (!text && len) return wk_fail(WK_ERR_INVALID, "tokenizer: NULL text of %zu bytes", len);
+    /* Symbol offsets are 32-bit and byte-level words take up to twice the bytes. */
+    if (len > WK_TOKENIZER_MAX_TEXT)
+        return wk_fail(WK_ERR_INVALID, "tokenizer: text of %zu bytes exceeds the limit of %zu", len,
+                       (size_t)WK_TOKENIZER_MAX_TEXT);
     return WK_OK;
 }
 

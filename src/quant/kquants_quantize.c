@@ -268,7 +268,7 @@ void wk_q2_K_quantize(const float *restrict x, void *restrict vy, int64_t n)
         if (max_min > 0.0f) {
             const float iscale = q4scale / max_min;
             for (int g = 0; g < WK_QK_K / 16; g++)
-                y[i].scales[g] |= (uint8_t)(wk_nearest(iscale * mins[g]) << 4);
+                y[i].scales[g] |= (uint8_t)((unsigned)wk_nearest(iscale * mins[g]) << 4);
             y[i].dmin = wk_float_to_half(max_min / q4scale);
         } else {
             y[i].dmin = wk_float_to_half(0.0f);

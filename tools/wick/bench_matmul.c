@@ -19,7 +19,7 @@
 
 static const char *const usage =
     "usage: wick bench matmul [--n N] [--k K] [--types LIST] [--m LIST] [--forms LIST]\n"
-    "                         [--device cpu|cuda] [-t THREADS] [--csv FILE]\n"
+    "                         [--device cpu|cuda] [-t THREADS] [--csv FILE] [--x f32|f16] [--no-rotate]\n"
     "  --n, --k     weight shape [n, k] (default 8192 x 4096)\n"
     "  --types      comma-separated weight types (default q8_0,q4_k,q4_0,q5_0,q6_k,q4_1,q2_k,f16)\n"
     "  --m          comma-separated input row counts (default 1,2,4,8,16,64,256)\n"
@@ -27,6 +27,7 @@ static const char *const usage =
     "  --device     cpu (default) or cuda\n"
     "  -t           threads (default WICK_NUM_THREADS, else the number of cores)\n"
     "  --csv        also write rows type,m,form,device,threads,ms,gbps to FILE\n"
+    "  --x          input dtype: f32 (default) or f16\n"
     "  --no-rotate  time one copy of each weight (by default calls rotate over enough copies\n"
     "               to make 384 MiB, so that weights come from memory, not the cache)\n";
 
@@ -70,6 +71,7 @@ typedef struct {
     FILE *csv;
     double bw; /* GB/s, or <= 0 when not measured */
     bool rotate; /* several copies of each weight (off with --no-rotate) */
+    wk_type x_type; /* input dtype: F32 (default) or F16 (--x f16) */
 } bench_ctx;
 
 /* Check y (rows 0 and m-1, every 4th column) against float64 of the dequantized weight. */
@@ -96,12 +98,12 @@ static double check_error(const float *wf, const float *x, const float *y, int64
  * a cache that holds one copy. */
 #define WORKING_SET (384u << 20)
 #define MAX_COPIES 24
-static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void *x, int64_t m,
-                           int64_t k, float *y)
+static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void *x, wk_type xt,
+                           int64_t m, int64_t k, float *y)
 {
     double t0 = now_s();
     int next = 0;
-    for (int i = 0; i < 3; i++) wk_qmatmul_forward(mm[next++ % copies], x, WK_TYPE_F32, m, k, y);
+    for (int i = 0; i < 3; i++) wk_qmatmul_forward(mm[next++ % copies], x, xt, m, k, y);
     wk_engine_synchronize(e);
     double per = (now_s() - t0) / 3;
     int batch = per > 0 ? (int)(0.04 / per) : 200;
@@ -110,12 +112,28 @@ static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void
     double best = 1e30;
     for (int b = 0; b < 7; b++) {
         double s = now_s();
-        for (int i = 0; i < batch; i++) wk_qmatmul_forward(mm[next++ % copies], x, WK_TYPE_F32, m, k, y);
+        for (int i = 0; i < batch; i++) wk_qmatmul_forward(mm[next++ % copies], x, xt, m, k, y);
         wk_engine_synchronize(e);
         double t = (now_s() - s) / batch;
         if (t < best) best = t;
     }
     return best * 1e3;
+}
+
+/* x in the input dtype on the device; for f16 the values are rounded in place, so that
+ * the reference sees what the matmul sees. */
+static wk_status upload_x(bench_ctx *b, void *dx, float *x, int64_t count)
+{
+    if (b->x_type == WK_TYPE_F32) return wk_engine_upload(b->e, dx, x, sizeof(float) * (size_t)count);
+    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)count);
+    if (!h) return WK_ERR_NOMEM;
+    for (int64_t i = 0; i < count; i++) {
+        h[i] = wk_f32_to_f16(x[i]);
+        x[i] = wk_f16_to_f32(h[i]);
+    }
+    wk_status st = wk_engine_upload(b->e, dx, h, sizeof(uint16_t) * (size_t)count);
+    free(h);
+    return st;
 }
 
 static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const int64_t *ms, int n_ms)
@@ -142,7 +160,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
     void *dx = NULL, *dy = NULL;
     if (wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * k), &dx) ||
         wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * n), &dy) ||
-        wk_engine_upload(b->e, dx, x, sizeof(float) * (size_t)(max_m * k))) {
+        upload_x(b, dx, x, max_m * k)) {
         wk_qtensor_free(w0);
         free(wf), free(x), free(y);
         return cli_error("bench matmul: %s", wk_last_error());
@@ -192,7 +210,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
         double tol = resolved[fi] == WK_FORM_QUANTIZED ? 3e-2 : resolved[fi] == WK_FORM_F16 ? 3e-3 : 1e-4;
         for (int mi = 0; mi < n_ms && !rc; mi++) {
             int64_t m = ms[mi];
-            if (wk_qmatmul_forward(mm[0], dx, WK_TYPE_F32, m, k, dy) || wk_engine_synchronize(b->e) ||
+            if (wk_qmatmul_forward(mm[0], dx, b->x_type, m, k, dy) || wk_engine_synchronize(b->e) ||
                 wk_engine_download(b->e, y, dy, sizeof(float) * (size_t)(m * n))) {
                 rc = cli_error("bench matmul: %s %s m=%lld: %s", wk_type_name(t),
                                wk_form_name(resolved[fi]), (long long)m, wk_last_error());
@@ -205,7 +223,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
                                (long long)m, err, tol);
                 break;
             }
-            ms_table[fi][mi] = time_forward(b->e, mm, copies, dx, m, k, dy);
+            ms_table[fi][mi] = time_forward(b->e, mm, copies, dx, b->x_type, m, k, dy);
         }
         done[fi] = !rc;
         for (int ci = 0; ci < MAX_COPIES; ci++) wk_qmatmul_free(mm[ci]);
@@ -248,7 +266,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
 
 int cmd_bench_matmul(int argc, char **argv)
 {
-    bench_ctx b = {.n = 8192, .k = 4096, .rotate = true};
+    bench_ctx b = {.n = 8192, .k = 4096, .rotate = true, .x_type = WK_TYPE_F32};
     char types_buf[512] = "q8_0,q4_k,q4_0,q5_0,q6_k,q4_1,q2_k,f16";
     char ms_buf[256] = "1,2,4,8,16,64,256";
     char forms_buf[256] = "quantized,f32,f16,precise";
@@ -282,6 +300,10 @@ int cmd_bench_matmul(int argc, char **argv)
             int64_t t;
             if (!parse_i64(v, &t) || t > 1024) return cli_usage_error("bench matmul: bad -t '%s'", v);
             threads = (int)t;
+        } else if (!strcmp(a, "--x")) {
+            if (!strcmp(v, "f32")) b.x_type = WK_TYPE_F32;
+            else if (!strcmp(v, "f16")) b.x_type = WK_TYPE_F16;
+            else return cli_usage_error("bench matmul: --x must be f32 or f16, not '%s'", v);
         } else if (!strcmp(a, "--csv")) {
             b.csv_path = v;
         } else {
@@ -323,8 +345,8 @@ int cmd_bench_matmul(int argc, char **argv)
         fprintf(b.csv, "type,m,form,device,threads,ms,gbps\n");
     }
     if (dev == WK_DEVICE_CPU) b.bw = wk_cpu_read_bandwidth(b.e, 0, 5);
-    printf("matmul [n, k] = [%lld, %lld], device %s, %d threads", (long long)b.n, (long long)b.k,
-           wk_device_name(dev), wk_engine_threads(b.e));
+    printf("matmul [n, k] = [%lld, %lld], x %s, device %s, %d threads", (long long)b.n, (long long)b.k,
+           wk_type_name(b.x_type), wk_device_name(dev), wk_engine_threads(b.e));
     if (b.bw > 0) printf(", read bandwidth %.1f GB/s", b.bw);
     printf("\n");
     int rc = 0;

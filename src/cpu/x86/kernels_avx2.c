@@ -24,6 +24,15 @@
 #define WK_INLINE static inline __attribute__((always_inline))
 
 /* ---- small helpers --------------------------------------------------------------- */
+/* Weights are streamed once per call: prefetching them a little ahead keeps more memory
+ * reads in flight than a busy core issues by itself (see repack_avx2.c). */
+#define WK_PF_AHEAD 2048
+WK_INLINE void wk_prefetch(const void *p, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        _mm_prefetch((const char *)p + WK_PF_AHEAD + off, _MM_HINT_T0);
+}
+
 WK_INLINE float wk_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
 WK_INLINE float wk_hsum(__m256 v)
@@ -163,6 +172,7 @@ WK_INLINE __m256i wk_act_q8_1(const void *b, float *d, float *s)
             __m256i wq[C], wa[C];                                                                  \
             float wd[C], wm[C];                                                                    \
             for (int c = 0; c < C; c++) {                                                          \
+                wk_prefetch(w + c * ws + b * sizeof(WB), 1);                                    \
                 wq[c] = DEC(w + c * ws + b * sizeof(WB), &wd[c], &wm[c]);                          \
                 wa[c] = UNS ? wq[c] : _mm256_sign_epi8(wq[c], wq[c]);                              \
             }                                                                                      \
@@ -339,6 +349,7 @@ WK_INLINE __m256i wk_kdec_q8_K(const void *b, int j, __m256i *aux)
             const char *wb[C];                                                                     \
             for (int c = 0; c < C; c++) {                                                          \
                 wb[c] = w + c * ws + b * sizeof(wk_block_##T);                                     \
+                wk_prefetch(wb[c], sizeof(wk_block_##T));                                          \
                 wk_prep_##T(wb[c], &prep[c]);                                                      \
                 aux[c] = _mm256_setzero_si256();                                                   \
             }                                                                                      \
@@ -572,8 +583,10 @@ static wk_fma_tile_fn const wk_fma_tiles[2][4] = {
                 int64_t len = kfull - s0 < WK_KSEG ? kfull - s0 : WK_KSEG;                         \
                 for (int c = 0; c < cc; c++) {                                                     \
                     const char *wr = (const char *)w + (c0 + c) * ws + (s0 / (BS)) * (BB);         \
-                    for (int64_t bi = 0; bi < len / (BS); bi++)                                    \
+                    for (int64_t bi = 0; bi < len / (BS); bi++) {                                  \
+                        wk_prefetch(wr + bi * (BB), (BB));                                         \
                         wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS));                            \
+                    }                                                                              \
                 }                                                                                  \
                 for (int64_t r0 = 0; r0 < nr; r0 += 2) {                                           \
                     int rr = nr - r0 < 2 ? (int)(nr - r0) : 2;                                     \

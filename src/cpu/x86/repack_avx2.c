@@ -18,6 +18,15 @@ WK_INLINE __m256i wk_bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
+/* Software prefetch of the weight bytes WK_PF_AHEAD bytes ahead of the block being read:
+ * with few threads, more lines in flight per core is what brings the reads near the
+ * machine's bandwidth. */
+#define WK_PF_AHEAD 2048
+WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
+}
+
 WK_INLINE __m256 wk_load_f16x8(const void *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
@@ -33,6 +42,7 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q8_0);                                \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q8_0));                                     \
             __m256i isum[R];                                                                       \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
             for (int s = 0; s < 8; s++) {                                                          \
@@ -90,6 +100,7 @@ static void wk_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, siz
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_0);                                \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q4_0));                                     \
             __m256i p16[R];                                                                        \
             for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                           \
             for (int s = 0; s < 4; s++) {                                                          \
@@ -188,6 +199,7 @@ WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_K);                                \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q4_K));                                     \
             uint8_t sc[64], mn[64];                                                                \
             wk_k4x8_decode(blk + 32, sc);                                                          \
             wk_k4x8_decode(blk + 80, mn);                                                          \
@@ -287,6 +299,7 @@ WK_INLINE __m256i wk_mask_bytes(const uint8_t *p)
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * (BB);                                                 \
+            wk_prefetch_block(blk, 8 * (BB));                                                      \
             __m256i p16[R], i32[R];                                                                \
             for (int r = 0; r < R; r++) p16[r] = i32[r] = _mm256_setzero_si256();                  \
             for (int s = 0; s < 4; s++) {                                                          \
@@ -393,14 +406,16 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
     static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
-        const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);                       \
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);                   \
         __m256 acc[R];                                                                             \
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);                                \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q6_K));                                     \
             const uint8_t *scb = blk + 16;                                                         \
-            __m256i isum[R];                                                                       \
+            __m256i isum[R], scv[16];                                                              \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            for (int g = 0; g < 16; g++) scv[g] = wk_dup_cols_s8(scb + 8 * g);                     \
             for (int p = 0; p < 4; p++) {                                                          \
                 const int sh = 4 * (p & 1);                                                        \
                 __m256i plo[R], phi[R];                                                            \
@@ -409,12 +424,13 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
                     __m256i hb =                                                                   \
                         _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
-                    __m256i lo = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(v, m4),                                                   \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh), m3), 4));    \
-                    __m256i hi = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                             \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh + 2), m3), 4)); \
+                    /* the two top bits of each code, moved straight to bits 4-5 */            \
+                    __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);                             \
+                    __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);       \
+                    __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),                          \
+                                                 _mm256_and_si256(lo_h, m30));                     \
+                    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),    \
+                                                 _mm256_and_si256(hi_h, m30));                     \
                     for (int r = 0; r < R; r++) {                                                  \
                         const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
                         plo[r] = _mm256_add_epi16(                                                 \
@@ -424,8 +440,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     }                                                                              \
                     if (s & 1) {                                                                   \
                         int g = s / 4; /* first or second 16 of the sub-block */                   \
-                        __m256i slo = wk_dup_cols_s8(scb + 8 * (2 * (2 * p) + g));                 \
-                        __m256i shi = wk_dup_cols_s8(scb + 8 * (2 * (2 * p + 1) + g));             \
+                        __m256i slo = scv[2 * (2 * p) + g], shi = scv[2 * (2 * p + 1) + g];        \
                         for (int r = 0; r < R; r++) {                                              \
                             isum[r] = _mm256_add_epi32(                                            \
                                 isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),          \
@@ -492,6 +507,7 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);                                \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));                                     \
             const uint8_t *scb = blk + 32;                                                         \
             uint8_t sc[128], mn[128];                                                              \
             for (int q = 0; q < 4; q++) {                                                          \
@@ -502,6 +518,34 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
             }                                                                                      \
             __m256i isum[R];                                                                       \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            if (R <= 2) {                                                                          \
+                /* Few rows: each load serves the 4 sub-blocks it holds (4 x R sums). */            \
+                for (int h = 0; h < 2; h++)                                                        \
+                    for (int half = 0; half < 2; half++) {                                         \
+                        __m256i p16[4][R];                                                         \
+                        for (int t = 0; t < 4; t++)                                                \
+                            for (int r = 0; r < R; r++) p16[t][r] = _mm256_setzero_si256();        \
+                        for (int s = 4 * half; s < 4 * half + 4; s++) {                            \
+                            __m256i v =                                                            \
+                                _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
+                            for (int t = 0; t < 4; t++) {                                          \
+                                __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);     \
+                                for (int r = 0; r < R; r++) {                                      \
+                                    const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs; \
+                                    p16[t][r] = _mm256_add_epi16(                                  \
+                                        p16[t][r],                                                 \
+                                        _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s))); \
+                                }                                                                  \
+                            }                                                                      \
+                        }                                                                          \
+                        for (int t = 0; t < 4; t++) {                                              \
+                            __m256i scv = wk_dup_cols(sc + 8 * (2 * (4 * h + t) + half));          \
+                            for (int r = 0; r < R; r++)                                            \
+                                isum[r] = _mm256_add_epi32(isum[r],                                \
+                                                           _mm256_madd_epi16(p16[t][r], scv));     \
+                        }                                                                          \
+                    }                                                                              \
+            } else                                                                                 \
             for (int j = 0; j < 8; j++) {                                                          \
                 const int h = j / 4, sh = 2 * (j % 4);                                             \
                 for (int half = 0; half < 2; half++) {                                             \

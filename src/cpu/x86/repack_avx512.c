@@ -19,6 +19,15 @@ WK_INLINE __m256i wk_bcast4(const int8_t *p)
     return _mm256_set1_epi32(v);
 }
 
+/* Software prefetch of the weight bytes WK_PF_AHEAD bytes ahead of the block being read:
+ * with few threads, more lines in flight per core is what brings the reads near the
+ * machine's bandwidth. */
+#define WK_PF_AHEAD 2048
+WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
+}
+
 WK_INLINE __m256 wk_load_f16x8(const void *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
@@ -32,17 +41,20 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q8_0);                                \
-            __m256i isum[R];                                                                       \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q8_0));                                     \
+            __m256i isum[R], isum2[R];                                                             \
+            for (int r = 0; r < R; r++) isum[r] = isum2[r] = _mm256_setzero_si256();               \
             for (int s = 0; s < 8; s++) {                                                          \
                 __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));             \
                 __m256i wa = _mm256_abs_epi8(wq);                                                  \
                 for (int r = 0; r < R; r++) {                                                      \
                     const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
-                    isum[r] = _mm256_dpbusd_epi32(isum[r], wa,                                     \
-                                                  _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq)); \
+                    __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);                  \
+                    if (s & 1) isum2[r] = _mm256_dpbusd_epi32(isum2[r], wa, xv);                   \
+                    else isum[r] = _mm256_dpbusd_epi32(isum[r], wa, xv);                           \
                 }                                                                                  \
             }                                                                                      \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);             \
             __m256 wd = wk_load_f16x8(blk);                                                        \
             for (int r = 0; r < R; r++) {                                                          \
                 const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
@@ -67,8 +79,12 @@ WK_VNNI_Q8_0X8_TILE(4)
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_0);                                \
-            __m256i isum[R];                                                                       \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_set1_epi32(-8 * sx[r * nb + b]);          \
+            wk_prefetch_block(blk, 8 * sizeof(wk_block_q4_0));                                     \
+            __m256i isum[R], isum2[R];                                                             \
+            for (int r = 0; r < R; r++) {                                                          \
+                isum[r] = _mm256_set1_epi32(-8 * sx[r * nb + b]);                                  \
+                isum2[r] = _mm256_setzero_si256();                                                 \
+            }                                                                                      \
             for (int s = 0; s < 4; s++) {                                                          \
                 __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));              \
                 __m256i lo = _mm256_and_si256(v, m4);                                              \
@@ -76,9 +92,10 @@ WK_VNNI_Q8_0X8_TILE(4)
                 for (int r = 0; r < R; r++) {                                                      \
                     const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
                     isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));         \
-                    isum[r] = _mm256_dpbusd_epi32(isum[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));    \
+                    isum2[r] = _mm256_dpbusd_epi32(isum2[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));  \
                 }                                                                                  \
             }                                                                                      \
+            for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);             \
             __m256 wd = wk_load_f16x8(blk);                                                        \
             for (int r = 0; r < R; r++) {                                                          \
                 const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \

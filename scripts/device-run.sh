@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
+# benchmark, the generation timings and the CPU-GPU comparison of the documents.
+#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench (default all)
+# Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
+set -u
+M=$1
+O=$2
+parts=${3:-tests,gen,compare,bench}
+mkdir -p "$O"
+B=build-dev
+LOG=$O/build.log scripts/device-build.sh 16 || exit 1
+export WICK_TEST_MODEL=$M
+has() { [[ ",$parts," == *",$1,"* ]]; }
+P="What is Rust?"
+
+if has tests; then
+  {
+    for t in test_cuda_matmul test_cuda_model; do
+      $B/$t; echo "$t rc=$?"
+    done
+    $B/wick edges; echo "wick edges rc=$?"
+  } >"$O/tests.txt" 2>&1
+  grep -E "rc=|CHECK failed|checks|logits|decode steps|SKIP" "$O/tests.txt" | head -40
+fi
+
+if has gen; then
+  long="Rust is a systems programming language that runs blazingly fast, prevents segfaults, and guarantees thread safety."
+  long="$long $long $long $long $long $long"
+  {
+    for dev in ${GEN_DEVICES:-cuda cpu}; do
+      $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds ${ROUNDS:-3} --device $dev --label "$dev decode" 2>&1
+      $B/wick bench gen -m "$M" -p "$long" --raw -n 16 --rounds ${ROUNDS:-3} --device $dev --label "$dev prefill" 2>&1
+    done
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
+  } >"$O/gen.txt" 2>&1
+  grep -v "text:" "$O/gen.txt"
+fi
+
+if has compare; then
+  T=/root/cmp
+  mkdir -p $T
+  {
+    for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
+      [ $f = q4_1 ] || { $B/wick quantize "$M" $T/$f.gguf $f >/dev/null && echo "quantized $f"; }
+    done
+    for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
+      file=$T/$f.gguf
+      [ $f = q4_1 ] && file=$M
+      for cfg in cpu:quantized cpu:precise cpu:f32 cuda:quantized cuda:precise cuda:f32; do
+        dev=${cfg%%:*}
+        form=${cfg##*:}
+        $B/wick logits -m "$file" -p "$P" --device $dev --matmul $form -o $T/$f-$dev-$form.bin 2>&1 | tail -1
+        printf '[%s-%s-%s] ' $f $dev $form
+        $B/wick run -m "$file" -p "$P" -n 20 --device $dev --matmul $form 2>/dev/null | tr '\n' ' '
+        echo
+      done
+      for pair in cpu-quantized:cuda-quantized cpu-precise:cuda-quantized cpu-f32:cuda-f32 \
+                  cuda-quantized:cuda-f32 cpu-precise:cuda-precise cpu-quantized:cpu-f32; do
+        a=${pair%%:*}
+        b=${pair##*:}
+        printf '%s %s vs %s: ' $f $a $b
+        $B/wick diff $T/$f-$a.bin $T/$f-$b.bin 2>&1 | tr '\n' ' '
+        echo
+      done
+    done
+  } >"$O/compare.txt" 2>&1
+  cat "$O/compare.txt"
+fi
+
+if has bench; then
+  $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
+  cat "$O/bench.txt"
+fi
