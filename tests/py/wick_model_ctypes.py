@@ -23,6 +23,13 @@ class GenerateStats(C.Structure):
                 ("hit_context", C.c_bool)]
 
 
+class ModelInfo(C.Structure):
+    _fields_ = [(n, C.c_int64) for n in ("n_vocab", "n_ctx", "n_ctx_train", "dim", "n_layers", "n_heads",
+                                          "n_kv_heads", "head_dim", "ff_dim", "n_rot")] + \
+               [("rope_base", C.c_float), ("rms_eps", C.c_float), ("device", C.c_int), ("form", C.c_int),
+                ("n_threads", C.c_int), ("weight_bytes", C.c_size_t)]
+
+
 TOKEN_CB = C.CFUNCTYPE(C.c_int, C.c_void_p, C.c_int32, C.POINTER(C.c_char), C.c_size_t)
 FORMS = {"auto": 0, "quantized": 1, "precise": 2, "f32": 3, "f16": 4}
 
@@ -38,6 +45,8 @@ class Lib:
         lib.wk_last_error.restype = C.c_char_p
         lib.wk_model_load.argtypes = [C.c_char_p, C.POINTER(ModelOptions), C.POINTER(C.c_void_p)]
         lib.wk_model_free.argtypes = [C.c_void_p]
+        lib.wk_model_get_info.argtypes = [C.c_void_p]
+        lib.wk_model_get_info.restype = C.POINTER(ModelInfo)
         lib.wk_model_tokenizer.argtypes = [C.c_void_p]
         lib.wk_model_tokenizer.restype = C.c_void_p
         lib.wk_model_forward.argtypes = [C.c_void_p, C.POINTER(C.c_int32), C.c_int64, C.c_int64,
@@ -77,6 +86,9 @@ class Model:
 
     def __exit__(self, *a):
         self.close()
+
+    def info(self):
+        return self.lib.lib.wk_model_get_info(self.h).contents
 
     def tokenize(self, text, special=False):
         tok = self.lib.lib.wk_model_tokenizer(self.h)
