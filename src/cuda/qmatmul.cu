@@ -215,8 +215,6 @@ __global__ void __launch_bounds__(NW * 32) qmm_kernel(const uint8_t *__restrict_
     }
 }
 
-bool g_fast_prefill = false;
-
 template <class T>
 wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p, int64_t m,
                    wk_dptr y, const int64_t *dpos)
@@ -235,12 +233,8 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
                                                               (int)m, p, y, dpos);
     } else {
         grid.y = (unsigned)((m + 63) / 64);
-        if (g_fast_prefill)
-            qmm_kernel<T, 8, false, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n,
-                                                                   (int)k, (int)m, p, y, dpos);
-        else
-            qmm_kernel<T, 8, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                                  (int)m, p, y, dpos);
+        qmm_kernel<T, 8, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
+                                                              (int)m, p, y, dpos);
     }
     return wk_cuda_check_launch("the quantized matmul kernel");
 }
@@ -273,8 +267,6 @@ wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, 
 }
 
 } // namespace
-
-extern "C" void wk_cuda_qmm_set_fast_prefill(bool fast) { g_fast_prefill = fast; }
 
 extern "C" void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c) { c->reuse_x = true; }
 
