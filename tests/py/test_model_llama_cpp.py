@@ -78,7 +78,7 @@ def model_for(doc, tmp):
 
 
 def check_fixture(lib, path, doc):
-    worst, top_ok, exact, near_tie = 0.0, 0, 0, 0
+    worst, top_ok, exact, near_tie, parted = 0.0, 0, 0, 0, []
     with Model(lib, path, form="quantized", threads=2) as m:
         for c in doc["cases"]:
             name = f"{doc['model']} {c['text'][:30]!r}"
@@ -100,12 +100,13 @@ def check_fixture(lib, path, doc):
                 if any(a != b for a, b in zip(got, c["greedy"])) else min(len(got), len(c["greedy"]))
             gap = c["gaps"][i] if i < len(c["gaps"]) else 0.0
             near_tie += gap < LOGITS_BOUND
+            parted.append(f"{i}:{gap}")
             check(gap < LOGITS_BOUND,
                   f"{name}: greedy parts at step {i} where llama.cpp's margin is {gap} "
                   f"(wick {got[i:i+4]}, llama.cpp {c['greedy'][i:i+4]})")
     print(f"{doc['model']}: logits max diff {worst:.4f} (bound {LOGITS_BOUND}), top token "
           f"{top_ok}/{len(doc['cases'])}, greedy equal {exact}/{len(doc['cases'])}, "
-          f"parted at a near-tie {near_tie}")
+          f"parted at a near-tie {near_tie} (step:llama.cpp margin {' '.join(parted)})")
 
 
 def check_default_model(lib):
