@@ -28,9 +28,9 @@ if has gen; then
   long="Rust is a systems programming language that runs blazingly fast, prevents segfaults, and guarantees thread safety."
   long="$long $long $long $long $long $long"
   {
-    for dev in cuda cpu; do
-      $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds 3 --device $dev --label "$dev decode" 2>&1
-      $B/wick bench gen -m "$M" -p "$long" --raw -n 16 --rounds 3 --device $dev --label "$dev prefill" 2>&1
+    for dev in ${GEN_DEVICES:-cuda cpu}; do
+      $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds ${ROUNDS:-3} --device $dev --label "$dev decode" 2>&1
+      $B/wick bench gen -m "$M" -p "$long" --raw -n 16 --rounds ${ROUNDS:-3} --device $dev --label "$dev prefill" 2>&1
     done
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv
   } >"$O/gen.txt" 2>&1
@@ -41,9 +41,10 @@ if has compare; then
   T=/root/cmp
   mkdir -p $T
   {
-    $B/wick quantize "$M" $T/q8_0.gguf q8_0 >/dev/null && echo "quantized q8_0"
-    $B/wick quantize "$M" $T/q4_k_m.gguf q4_k_m >/dev/null && echo "quantized q4_k_m"
-    for f in q4_1 q8_0 q4_k_m; do
+    for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
+      [ $f = q4_1 ] || { $B/wick quantize "$M" $T/$f.gguf $f >/dev/null && echo "quantized $f"; }
+    done
+    for f in ${COMPARE_FILES:-q4_1 q8_0 q4_k_m}; do
       file=$T/$f.gguf
       [ $f = q4_1 ] && file=$M
       for cfg in cpu:quantized cpu:precise cpu:f32 cuda:quantized cuda:precise cuda:f32; do
@@ -68,6 +69,6 @@ if has compare; then
 fi
 
 if has bench; then
-  $B/cuda_matmul_bench --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
+  $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
   cat "$O/bench.txt"
 fi

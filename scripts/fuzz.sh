@@ -22,7 +22,8 @@ CC=${CC:-clang}
 case "$CC" in *clang*) ;; *) CC=clang ;; esac
 export CC
 
-SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+# clang_compat.h: clang < 16 cannot build src/cpu/isa.c's feature checks.
+SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -include $PWD/fuzz/clang_compat.h"
 cmake -S . -B "$BUILD" -DWICK_FUZZ=ON -DWICK_CUDA=OFF -DWICK_BLAS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_C_FLAGS=$SAN" >/dev/null
 TARGETS=${*:-$(for f in fuzz/fuzz_*.c; do basename "$f" .c; done)}

@@ -68,6 +68,7 @@ class Model:
         self.p = p
         self.arch = "llama"
         self.alignment = None
+        self.misalign = False  # pad the metadata so that tensor data starts at an odd offset
         rng = np.random.default_rng(seed)
         tokens, types, merges = vocabulary()
         n_vocab = len(tokens)
@@ -127,6 +128,19 @@ class Model:
         self.kv.pop(key, None)
 
     def write(self, path):
+        if not self.misalign:
+            return self._write(path)
+        # With alignment 1 the data section starts right after the metadata: grow a
+        # padding string until it starts at an odd offset, so that every tensor
+        # (f32 values, Q8_0 blocks with f16 scales) sits at a misaligned address.
+        for pad in range(8):
+            self.kv["general.padding"] = ("x" * pad, V.STRING, None)
+            self._write(path)
+            if data_offset(path) % 2 == 1:
+                return
+        raise RuntimeError("could not misalign the data section")
+
+    def _write(self, path):
         w = GGUFWriter(path, self.arch if self.arch is not None else "llama")
         if self.arch is None:
             w.kv_data[0].pop("general.architecture", None)
@@ -143,6 +157,13 @@ class Model:
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
+
+
+def data_offset(path):
+    """Where a GGUF file's data section starts (the first tensor's data)."""
+    from gguf import GGUFReader
+    r = GGUFReader(path)
+    return min(int(t.data_offset) for t in r.tensors)
 
 
 def _rng_f32(shape, seed=3):
@@ -325,7 +346,14 @@ def v_rope_base_negative(m):
 
 
 def v_alignment_one(m):
+    """general.alignment 1, data at odd offsets, projections in Q8_0: whoever reads
+    f32 values or f16 block scales in place reads them misaligned."""
+    from gguf import quants
     m.alignment = 1
+    m.misalign = True
+    for name, (data, raw) in list(m.tensors.items()):
+        if data.ndim == 2 and name.startswith("blk."):
+            m.tensors[name] = (quants.quantize(data, Q.Q8_0), Q.Q8_0)
 
 
 def v_nan_weights(m):

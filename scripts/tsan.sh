@@ -1,6 +1,7 @@
 #!/bin/sh
 # ThreadSanitizer over the tests that run threads: the thread pool, the CPU matmul
-# (every form over several thread counts) and the kernels driven by the pool.
+# (every form over several thread counts), the kernels driven by the pool, and the
+# model's threaded forward and generation (test_limits_model).
 #
 #   scripts/tsan.sh [REGEX]     tests whose names match REGEX (default below)
 #
@@ -10,7 +11,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${TSAN_BUILD:-build-tsan}
-REGEX=${1:-'pool|qmatmul|matmul|threads|engine|kernels'}
+REGEX=${1:-'pool|qmatmul|threads|engine|kernels|limits_model'}
 
 cmake -S . -B "$BUILD" -DWICK_TSAN=ON -DWICK_CUDA=OFF -DWICK_BLAS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -10,79 +10,12 @@
  *    bytes is checked against a small multiple of the file's size.
  * 3. Every prefix of a valid file is refused cleanly (never a crash).
  */
-#include <malloc.h>
 #include <stdint.h>
 
+#include "alloc_count.h"
 #include "check.h"
 #include "hostile_gguf.h"
 #include "wick.h"
-
-/* ---- counting allocator ------------------------------------------------- */
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define WK_COUNT_ALLOC 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                       \
-    __has_feature(memory_sanitizer)
-#define WK_COUNT_ALLOC 0
-#endif
-#endif
-#ifndef WK_COUNT_ALLOC
-#define WK_COUNT_ALLOC 1
-#endif
-
-static long long alloc_live, alloc_peak;
-static unsigned long long alloc_biggest; /* the largest single request */
-
-#if WK_COUNT_ALLOC
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void __libc_free(void *);
-
-static void *counted(void *p, size_t request)
-{
-    if (request > alloc_biggest) alloc_biggest = request;
-    if (p) {
-        alloc_live += (long long)malloc_usable_size(p);
-        if (alloc_live > alloc_peak) alloc_peak = alloc_live;
-    }
-    return p;
-}
-
-void *malloc(size_t n) { return counted(__libc_malloc(n), n); }
-
-void *calloc(size_t n, size_t size)
-{
-    return counted(__libc_calloc(n, size), size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
-}
-
-void free(void *p)
-{
-    if (p) alloc_live -= (long long)malloc_usable_size(p);
-    __libc_free(p);
-}
-
-void *realloc(void *p, size_t n)
-{
-    long long old = p ? (long long)malloc_usable_size(p) : 0;
-    void *q = __libc_realloc(p, n);
-    if (q || n == 0) alloc_live -= old;
-    return counted(q, n);
-}
-
-void *aligned_alloc(size_t a, size_t n) { return counted(__libc_memalign(a, n), n); }
-void *memalign(size_t a, size_t n) { return counted(__libc_memalign(a, n), n); }
-
-int posix_memalign(void **out, size_t a, size_t n)
-{
-    void *p = counted(__libc_memalign(a, n), n);
-    if (!p) return 12; /* ENOMEM */
-    *out = p;
-    return 0;
-}
-#endif
 
 /* The reader's own tables have a fixed floor (an arena block of 64 KiB, hash tables
  * of 16 slots) and then grow with the file: the metadata table, for one, holds about
@@ -95,9 +28,7 @@ static const long long per_file_byte = 16;
 static void refuses(const hg_buf *b, wk_status st, const char *want, const char *what)
 {
     wk_gguf *g = (wk_gguf *)1;
-    long long base = alloc_live;
-    alloc_peak = alloc_live;
-    alloc_biggest = 0;
+    long long base = alloc_mark();
     wk_status got = wk_gguf_open_memory(b->p, b->len, "hostile.gguf", &g);
     const char *msg = wk_last_error();
     CHECK_MSG(got == st && strstr(msg, want) && strstr(msg, "hostile.gguf"),
@@ -342,12 +273,12 @@ static void test_tensors(void)
     uint64_t wrap0[1] = {(uint64_t)1 << 62}, wrap32[1] = {((uint64_t)1 << 62) + 8};
     one_tensor(&b, 1, wrap0, 0, 0, 512);
     refuses(&b, WK_ERR_FORMAT,
-            "byte size overflows (ne = 4611686018427387904 x 1 x 1 x 1 of f32)",
+            "4611686018427387904 f32 elements overflows",
             "row bytes wrap to 0");
     hg_free(&b);
     one_tensor(&b, 1, wrap32, 0, 0, 512);
     refuses(&b, WK_ERR_FORMAT,
-            "byte size overflows (ne = 4611686018427387912 x 1 x 1 x 1 of f32)",
+            "4611686018427387912 f32 elements overflows",
             "row bytes wrap to 32");
     hg_free(&b);
     uint64_t wrapq[1] = {(uint64_t)1 << 62};

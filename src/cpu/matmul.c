@@ -2,6 +2,7 @@
  * quantizes the activations into scratch (rows split across threads), meets at a
  * barrier, and computes output columns (column chunks claimed by the threads).
  * Only columns are split, never the k sum, so results do not depend on the thread count. */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ typedef struct {
     void *xq;        /* quantized rows, quantized form */
     bool columns;    /* run the column phase (false: only prepare rows, BLAS does the rest) */
     int64_t chunk;   /* columns per chunk */
-    atomic_llong next_chunk;
+    atomic_llong next_row, rows_done, next_chunk;
 } wk_fwd_job;
 
 static void wk_forward_worker(void *arg, int ith, int nth)
@@ -167,10 +168,15 @@ static void wk_forward_worker(void *arg, int ith, int nth)
     const wk_cpu_mm *c = j->c;
     int64_t k = j->mm->k, n = j->mm->n, m = j->m;
 
-    /* Phase 1: rows of x into the form's input (each row by one thread). */
+    /* Phase 1: rows of x into the form's input, each row claimed by one thread. Work is
+     * claimed from counters and phase 2 waits for the rows, not for the threads, so a
+     * worker that starts late (or never: wk_pool_run_flexible) holds nobody up. */
     bool prep = j->xf || j->xq;
+    (void)ith, (void)nth;
     if (prep) {
-        for (int64_t r = ith; r < m; r += nth) {
+        for (;;) {
+            int64_t r = atomic_fetch_add(&j->next_row, 1);
+            if (r >= m) break;
             const float *row;
             if (j->x_type == WK_TYPE_F16) {
                 wk_cpu_f16_to_f32((const uint16_t *)j->x + r * k, j->xf + r * k, k);
@@ -183,9 +189,12 @@ static void wk_forward_worker(void *arg, int ith, int nth)
                 }
             }
             if (j->xq) c->kern->quantize(row, (char *)j->xq + (size_t)r * c->act_row_bytes, k);
+            atomic_fetch_add_explicit(&j->rows_done, 1, memory_order_release);
         }
         if (!j->columns) return;
-        wk_pool_barrier(j->pool);
+        for (int spins = 0; atomic_load_explicit(&j->rows_done, memory_order_acquire) < m; spins++) {
+            if (spins > 1000) sched_yield();
+        }
     }
 
     /* Phase 2: column chunks, each for all rows (row blocks kept in cache). */
@@ -247,10 +256,12 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     if (chunk < WK_COL_ALIGN) chunk = WK_COL_ALIGN;
     j.chunk = chunk;
     atomic_init(&j.next_chunk, 0);
+    atomic_init(&j.next_row, 0);
+    atomic_init(&j.rows_done, 0);
 
     if (c->blas) {
 #if defined(WICK_HAVE_OPENBLAS)
-        if (j.xf) wk_pool_run(ce->pool, wk_forward_worker, &j);
+        if (j.xf) wk_pool_run_flexible(ce->pool, wk_forward_worker, &j);
         const float *xin = j.xf ? j.xf : (const float *)x;
         if (m == 1)
             cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, 1.0f, c->w, (blasint)k,
@@ -261,6 +272,6 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
 #endif
         return WK_OK;
     }
-    wk_pool_run(ce->pool, wk_forward_worker, &j);
+    wk_pool_run_flexible(ce->pool, wk_forward_worker, &j);
     return WK_OK;
 }

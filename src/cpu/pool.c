@@ -12,7 +12,11 @@
 
 #include "core/error.h"
 
-#define WK_SPIN_ROUNDS 20000
+/* Idle workers spin this many pauses before sleeping (calls come back to back while
+ * decoding); waits inside a run (barrier, join) spin less and then yield, so that more
+ * threads than free cores still make progress. */
+#define WK_SPIN_ROUNDS 10000
+#define WK_WAIT_SPINS 1000
 
 struct wk_pool {
     int n;
@@ -21,6 +25,10 @@ struct wk_pool {
     pthread_cond_t wake;
     atomic_uint generation; /* bumped to start a run */
     atomic_int done;        /* workers (other than 0) finished with the current run */
+    /* Seats of the current run: generation << 32 | seats left. A worker runs fn only after
+     * taking a seat of the generation it saw, so a late worker never runs a newer run's
+     * fn by mistake, and a flexible run can close its remaining seats. */
+    _Atomic uint64_t seats;
     atomic_int sleepers;
     atomic_bool quit;
     wk_pool_fn fn;
@@ -66,8 +74,14 @@ static void *wk_worker_main(void *arg)
         }
         if (atomic_load(&p->quit)) return NULL;
         seen = g;
-        p->fn(p->ctx, a.ith, p->n);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+        uint64_t st = atomic_load(&p->seats);
+        while ((unsigned)(st >> 32) == g && (st & 0xffffffffu) > 0) {
+            if (atomic_compare_exchange_weak(&p->seats, &st, st - 1)) {
+                p->fn(p->ctx, a.ith, p->n);
+                atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
+                break;
+            }
+        }
     }
 }
 
@@ -125,28 +139,55 @@ void wk_pool_free(wk_pool *p)
 
 int wk_pool_threads(const wk_pool *p) { return p->n; }
 
+static void wk_pool_start(wk_pool *p, wk_pool_fn fn, void *ctx)
+{
+    p->fn = fn;
+    p->ctx = ctx;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->arrived, 0);
+    unsigned g = atomic_load(&p->generation) + 1;
+    atomic_store(&p->seats, (uint64_t)g << 32 | (uint64_t)(p->n - 1));
+    atomic_store_explicit(&p->generation, g, memory_order_release);
+    if (atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+static void wk_pool_join(wk_pool *p, int joined)
+{
+    int spins = 0;
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < joined) {
+        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
+        else sched_yield();
+    }
+}
+
 void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx)
 {
     if (p->n == 1) {
         fn(ctx, 0, 1);
         return;
     }
-    p->fn = fn;
-    p->ctx = ctx;
-    atomic_store(&p->done, 0);
-    atomic_store(&p->arrived, 0);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    if (atomic_load(&p->sleepers) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->wake);
-        pthread_mutex_unlock(&p->mu);
-    }
+    wk_pool_start(p, fn, ctx);
     fn(ctx, 0, p->n);
-    int spins = 0;
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n - 1) {
-        if (++spins < WK_SPIN_ROUNDS) wk_cpu_relax();
-        else sched_yield();
+    wk_pool_join(p, p->n - 1);
+}
+
+void wk_pool_run_flexible(wk_pool *p, wk_pool_fn fn, void *ctx)
+{
+    if (p->n == 1) {
+        fn(ctx, 0, 1);
+        return;
     }
+    wk_pool_start(p, fn, ctx);
+    fn(ctx, 0, p->n);
+    /* Close the seats nobody took: those workers skip this run. */
+    unsigned g = atomic_load(&p->generation);
+    uint64_t st = atomic_exchange(&p->seats, (uint64_t)g << 32);
+    int left = (unsigned)(st >> 32) == g ? (int)(st & 0xffffffffu) : 0;
+    wk_pool_join(p, p->n - 1 - left);
 }
 
 void wk_pool_barrier(wk_pool *p)
@@ -160,7 +201,7 @@ void wk_pool_barrier(wk_pool *p)
     }
     int spins = 0;
     while (atomic_load_explicit(&p->phase, memory_order_acquire) == phase) {
-        if (++spins < WK_SPIN_ROUNDS) wk_cpu_relax();
+        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
         else sched_yield();
     }
 }

@@ -16,6 +16,12 @@ int wk_pool_threads(const wk_pool *p);
 void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx);
 /* Inside fn: wait until every worker has reached this barrier. */
 void wk_pool_barrier(wk_pool *p);
+/* Run fn on the calling thread and on the workers that are ready to start it before the
+ * caller has finished its own call; return when those have finished. fn must share its
+ * work dynamically (counters), since some workers may never run it, and must not call
+ * wk_pool_barrier. On a busy machine this keeps a descheduled worker from stalling every
+ * call. */
+void wk_pool_run_flexible(wk_pool *p, wk_pool_fn fn, void *ctx);
 
 /* WICK_NUM_THREADS if set and positive, else the number of online cores. */
 int wk_default_threads(void);

@@ -44,21 +44,21 @@ static void wk_k4x8_encode(const uint8_t v[64], uint8_t *out)
                                 ((v[t + 48] >> 4) << 6));
 }
 
-/* Q5_0/Q5_1: the fifth bits as eight 32-bit masks, mask 2*s + h holding for column c
- * and i < 4 the bit of element 4*s + i (h = 0) or 16 + 4*s + i (h = 1) at bit 4*c + i. */
-static void wk_q5x8_masks(uint8_t *out, const uint8_t *const qh[8])
+/* Q5_0/Q5_1: the fifth bits as a 32-byte plane in the layout of a step's bytes: byte
+ * 4*c + i holds at bit 2*s + h the fifth bit of column c's element 16*h + 4*s + i, so that
+ * one shift and one mask put a step's fifth bits at bit 4 of its bytes. */
+static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
 {
-    for (int s = 0; s < 4; s++)
-        for (int h = 0; h < 2; h++) {
-            uint32_t mask = 0;
-            for (int c = 0; c < 8; c++) {
-                uint32_t bits;
-                memcpy(&bits, qh[c], 4);
-                for (int i = 0; i < 4; i++)
-                    mask |= ((bits >> (16 * h + 4 * s + i)) & 1u) << (4 * c + i);
-            }
-            memcpy(out + 4 * (2 * s + h), &mask, 4);
+    for (int c = 0; c < 8; c++) {
+        uint32_t bits;
+        memcpy(&bits, qh[c], 4);
+        for (int i = 0; i < 4; i++) {
+            uint8_t v = 0;
+            for (int s = 0; s < 4; s++)
+                for (int h = 0; h < 2; h++) v |= (uint8_t)(((bits >> (16 * h + 4 * s + i)) & 1u) << (2 * s + h));
+            out[4 * c + i] = v;
         }
+    }
 }
 
 static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
@@ -122,7 +122,7 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
                 qh[c] = blk[c] + 2;
                 qs[c] = blk[c] + 6;
             }
-            wk_q5x8_masks(out + 16, qh);
+            wk_q5x8_plane(out + 16, qh);
             wk_interleave_qs(out + 48, qs, 4);
             break;
         case WK_TYPE_Q5_1:
@@ -132,7 +132,7 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
                 qh[c] = blk[c] + 4;
                 qs[c] = blk[c] + 8;
             }
-            wk_q5x8_masks(out + 32, qh);
+            wk_q5x8_plane(out + 32, qh);
             wk_interleave_qs(out + 64, qs, 4);
             break;
         case WK_TYPE_Q4_K: {

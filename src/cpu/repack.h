@@ -11,8 +11,9 @@
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
  *   Q4_0x8 (144 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 4
  *   Q4_1x8 (160 bytes): d[8], m[8] (f16); qs at 32 as Q4_0x8
- *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as 8 masks (wk_q5x8_masks); qs at 48 as Q4_0x8
- *   Q5_1x8 (192 bytes): d[8], m[8]; masks at 32; qs at 64
+ *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as a 32-byte plane (wk_q5x8_plane); qs at
+ *     48 as Q4_0x8
+ *   Q5_1x8 (192 bytes): d[8], m[8]; plane at 32; qs at 64
  *   Q6_Kx8 (1680 bytes): d[8]; scales[16][8] at 16; at 144 the low nibbles, byte
  *     256*p + 32*s + 4*c + i = element 64p+4s+i (low) and 64p+32+4s+i (high) of column c;
  *     at 1168 the top 2 bits, byte 256*h + 32*s + 4*c + i holding those of element

@@ -120,9 +120,28 @@ static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *d
     return wk_fail(WK_ERR_INVALID, "CUDA backend: unknown recorded operation %d", r->op);
 }
 
+/* Do records a and b (consecutive) multiply the same prepared input (q, k, v; gate, up)? */
+static bool same_input(const rec *a, const rec *b)
+{
+    return a->op == OP_MATMUL && b->op == OP_MATMUL && a->p[0] == b->p[0] &&
+           a->stride[0] == b->stride[0] && a->i[0] == b->i[0] && a->i[2] == b->i[2] &&
+           wk_cuda_mm_graphable(a->obj) && wk_cuda_mm_graphable(b->obj);
+}
+
+static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
+{
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && same_input(&l[i - 1], &l[i])) wk_cuda_qmm_reuse_input(wk_cuda_engine_ctx(e));
+        wk_status st = run_rec(e, &l[i], P, dpos);
+        if (st) return st;
+    }
+    return WK_OK;
+}
+
 static wk_status run_eager(wk_engine *e, const rec *l, int n)
 {
     for (int i = 0; i < n; i++) {
+        if (i > 0 && same_input(&l[i - 1], &l[i])) wk_cuda_qmm_reuse_input(wk_cuda_engine_ctx(e));
         wk_status st = run_rec(e, &l[i], 0, NULL);
         if (st) return st;
     }
@@ -143,6 +162,10 @@ static bool list_matches(cuda_be *b, const rec *l, int n, int64_t P)
         if (x->op == OP_MATMUL && !wk_cuda_mm_graphable(x->obj)) return false;
         for (int k = 0; k < REC_PTRS; k++) {
             int64_t diff = (int64_t)(x->p[k] - t->p[k]);
+            /* Tables, norm weights and the KV-cache bases are read at fixed addresses. */
+            bool fixed_slot = k >= 2 && (x->op == OP_EMBED || x->op == OP_RMSNORM ||
+                                         x->op == OP_ATTENTION);
+            if (fixed_slot && diff != 0) return false;
             if (b->learned) {
                 if (diff != t->stride[k] * dP) return false;
             } else if (diff != 0 && (dP == 0 || diff % dP != 0)) {
@@ -175,7 +198,7 @@ static wk_status flush(wk_engine *e)
         if (!b->graph) {
             /* Capture the template (addresses as base + stride * position). */
             st = wk_cuda_capture_begin(c);
-            for (int i = 0; !st && i < n; i++) st = run_rec(e, &b->tmpl[i], b->tpos, b->dpos);
+            if (!st) st = run_list(e, b->tmpl, n, b->tpos, b->dpos);
             if (st) {
                 wk_cuda_capture_abort(c);
                 b->graphs_off = true; /* this model cannot be captured: run eagerly */

@@ -16,6 +16,7 @@ struct wk_cuda_ctx {
     void *scratch;
     size_t scratch_bytes;
     void *blas_ws; /* cuBLAS workspace, so cuBLAS allocates nothing inside a graph */
+    bool reuse_x; /* the next quantized matmul takes the input prepared by the last one */
     void *user; /* the model backend's state, released with user_free */
     void (*user_free)(void *);
 };

@@ -66,8 +66,9 @@ wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, i
 /* The same with addresses that may follow the step position *dpos (NULL: fixed). */
 wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                           wk_dptr x, wk_type xtype, int64_t m, wk_dptr y, const int64_t *dpos);
-/* Large-m precision switch (process-wide, for the benchmark): false = split halves. */
-void wk_cuda_qmm_set_fast_prefill(bool fast);
+/* The next wk_cuda_qmm[_dyn] call has the same input (address, rows, k, type) as the
+ * previous one and nothing wrote it since: its preparation is skipped. */
+void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c);
 
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
 wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t nelem,

@@ -112,8 +112,9 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
-    /* Built for a GPU older than compute capability 8.0: the context refuses such GPUs. */
-    __trap();
+    /* Built for a GPU older than compute capability 8.0: never launched there, since the
+     * context refuses such GPUs before any kernel runs. */
+    (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
 #endif
 }
 
@@ -215,8 +216,6 @@ __global__ void __launch_bounds__(NW * 32) qmm_kernel(const uint8_t *__restrict_
     }
 }
 
-bool g_fast_prefill = false;
-
 template <class T>
 wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p, int64_t m,
                    wk_dptr y, const int64_t *dpos)
@@ -235,12 +234,8 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
                                                               (int)m, p, y, dpos);
     } else {
         grid.y = (unsigned)((m + 63) / 64);
-        if (g_fast_prefill)
-            qmm_kernel<T, 8, false, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n,
-                                                                   (int)k, (int)m, p, y, dpos);
-        else
-            qmm_kernel<T, 8, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
-                                                                  (int)m, p, y, dpos);
+        qmm_kernel<T, 8, true, 4><<<grid, 128, 0, c->stream>>>(wb, row_bytes, (int)n, (int)k,
+                                                              (int)m, p, y, dpos);
     }
     return wk_cuda_check_launch("the quantized matmul kernel");
 }
@@ -274,7 +269,7 @@ wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, 
 
 } // namespace
 
-extern "C" void wk_cuda_qmm_set_fast_prefill(bool fast) { g_fast_prefill = fast; }
+extern "C" void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c) { c->reuse_x = true; }
 
 extern "C" bool wk_cuda_qmm_supports(wk_type t)
 {
@@ -306,6 +301,8 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
                                      int64_t k, wk_dptr x, wk_type xtype, int64_t m, wk_dptr y,
                                      const int64_t *dpos)
 {
+    bool reuse = c->reuse_x; /* one call only, whatever happens to it */
+    c->reuse_x = false;
     const wk_type_traits *tr = wk_traits(wtype);
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
@@ -326,7 +323,9 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (st) return st;
     int64_t mpad = padded_rows(m);
     xprep p = carve(c->scratch, mpad, k);
-    if (xtype == WK_TYPE_F32)
+    if (reuse)
+        ; /* the previous call prepared this very input */
+    else if (xtype == WK_TYPE_F32)
         prepare_x<float><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);
     else
         prepare_x<__half><<<(unsigned)mpad, 256, 0, c->stream>>>(x, dpos, (int)m, (int)k, p);

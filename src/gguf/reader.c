@@ -64,16 +64,16 @@ static wk_status wk_read_str_raw(wk_cursor *c, const char *part, const uint8_t *
 {
     wk_status st = wk_read_u64(c, part, len);
     if (st) return st;
-    if (*len > wk_left(c))
-        return wk_fail(WK_ERR_FORMAT,
-                       "%s: %s: %s length %llu at offset %llu exceeds the %llu bytes left in the "
-                       "file",
-                       c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8), (ull)wk_left(c));
     if (*len > WK_GGUF_MAX_STRING)
         return wk_fail(WK_ERR_FORMAT,
                        "%s: %s: %s length %llu at offset %llu exceeds wick's limit of %llu bytes",
                        c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8),
                        (ull)WK_GGUF_MAX_STRING);
+    if (*len > wk_left(c))
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: %s length %llu at offset %llu exceeds the %llu bytes left in the "
+                       "file",
+                       c->g->path, c->what, part, (ull)*len, (ull)(c->pos - 8), (ull)wk_left(c));
     *s = c->g->base + c->pos;
     c->pos += (size_t)*len;
     return WK_OK;
@@ -161,6 +161,11 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
 {
     wk_status st = wk_read_u64(c, "array length", n);
     if (st) return st;
+    if (*n > WK_GGUF_MAX_ARRAY)
+        return wk_fail(WK_ERR_FORMAT,
+                       "%s: %s: array length %llu at offset %llu exceeds wick's limit of %llu "
+                       "elements",
+                       c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)WK_GGUF_MAX_ARRAY);
     size_t min = wk_min_elem_bytes(elem_type);
     if (*n > wk_left(c) / min)
         return wk_fail(WK_ERR_FORMAT,
@@ -168,11 +173,6 @@ static wk_status wk_read_count(wk_cursor *c, uint32_t elem_type, uint64_t *n)
                        "more exceed the %llu bytes left in the file",
                        c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)*n, (ull)min,
                        (ull)wk_left(c));
-    if (*n > WK_GGUF_MAX_ARRAY)
-        return wk_fail(WK_ERR_FORMAT,
-                       "%s: %s: array length %llu at offset %llu exceeds wick's limit of %llu "
-                       "elements",
-                       c->g->path, c->what, (ull)*n, (ull)(c->pos - 8), (ull)WK_GGUF_MAX_ARRAY);
     return WK_OK;
 }
 
@@ -334,6 +334,12 @@ static wk_status wk_read_header(wk_cursor *c, wk_gguf *g, uint64_t *n_tensors, u
     }
     if ((st = wk_read_u64(c, "tensor count", n_tensors))) return st;
     if ((st = wk_read_u64(c, "metadata count", n_kv))) return st;
+    if (*n_kv > WK_GGUF_MAX_KV)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_kv %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_kv, (ull)WK_GGUF_MAX_KV);
+    if (*n_tensors > WK_GGUF_MAX_TENSORS)
+        return wk_fail(WK_ERR_FORMAT, "%s: header: n_tensors %llu exceeds wick's limit of %llu",
+                       g->path, (ull)*n_tensors, (ull)WK_GGUF_MAX_TENSORS);
     size_t rest = wk_left(c);
     if (*n_kv > rest / WK_GGUF_MIN_KV_BYTES)
         return wk_fail(WK_ERR_FORMAT,
@@ -345,12 +351,6 @@ static wk_status wk_read_header(wk_cursor *c, wk_gguf *g, uint64_t *n_tensors, u
                        "%s: header: n_tensors %llu is more than the %llu bytes after the header "
                        "can hold (%d bytes or more each)",
                        g->path, (ull)*n_tensors, (ull)rest, WK_GGUF_MIN_TENSOR_BYTES);
-    if (*n_kv > WK_GGUF_MAX_KV)
-        return wk_fail(WK_ERR_FORMAT, "%s: header: n_kv %llu exceeds wick's limit of %llu",
-                       g->path, (ull)*n_kv, (ull)WK_GGUF_MAX_KV);
-    if (*n_tensors > WK_GGUF_MAX_TENSORS)
-        return wk_fail(WK_ERR_FORMAT, "%s: header: n_tensors %llu exceeds wick's limit of %llu",
-                       g->path, (ull)*n_tensors, (ull)WK_GGUF_MAX_TENSORS);
     return WK_OK;
 }
 

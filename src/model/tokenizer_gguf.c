@@ -36,9 +36,17 @@ static wk_status get_strings(const wk_gguf *g, const char *key, uint64_t n, cons
     return WK_OK;
 }
 
-static void get_id(const wk_gguf *g, const char *key, int64_t *out) {
+/* A special token id: absent is fine; present, it must name a token of the vocabulary. */
+static wk_status get_id(const wk_gguf *g, const char *key, uint64_t n_vocab, int64_t *out) {
     uint32_t v;
-    if (has(g, key) && wk_gguf_get_u32(g, key, &v) == WK_OK) *out = v;
+    if (!has(g, key)) return WK_OK;
+    wk_status st = wk_gguf_get_u32(g, key, &v);
+    if (st != WK_OK) return st;
+    if (v >= n_vocab)
+        return wk_fail(WK_ERR_FORMAT, "%s = %u is out of range for a vocabulary of %llu tokens",
+                       key, v, (unsigned long long)n_vocab);
+    *out = v;
+    return WK_OK;
 }
 
 static wk_status get_flag(const wk_gguf *g, const char *key, int *out) {
@@ -116,6 +124,11 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
             else
                 memcpy(types, data, n * sizeof *types);
         }
+        for (uint64_t i = 0; st == WK_OK && i < n; i++)
+            if (types[i] < 0 || types[i] > WK_TOKEN_BYTE)
+                st = wk_fail(WK_ERR_FORMAT,
+                             "tokenizer.ggml.token_type[%llu] = %d is not a token type (0 to %d)",
+                             (unsigned long long)i, (int)types[i], (int)WK_TOKEN_BYTE);
         spec.types = types;
     }
     if (st == WK_OK && spec.model && strcmp(spec.model, "gpt2") == 0) {
@@ -127,15 +140,18 @@ wk_status wk_tokenizer_create_pre(const wk_gguf *g, const char *pre_override, wk
         spec.merge_lens = merge_lens;
     }
     if (st == WK_OK) {
-        get_id(g, "tokenizer.ggml.bos_token_id", &spec.bos);
-        get_id(g, "tokenizer.ggml.eos_token_id", &spec.eos);
-        get_id(g, "tokenizer.ggml.eot_token_id", &spec.eot);
-        get_id(g, "tokenizer.ggml.eom_token_id", &spec.eom);
-        get_id(g, "tokenizer.ggml.unknown_token_id", &spec.unk);
-        get_id(g, "tokenizer.ggml.padding_token_id", &spec.pad);
-        get_id(g, "tokenizer.ggml.fim_pad_token_id", &spec.fim_pad);
-        get_id(g, "tokenizer.ggml.fim_rep_token_id", &spec.fim_rep);
-        get_id(g, "tokenizer.ggml.fim_sep_token_id", &spec.fim_sep);
+        static const char *const keys[] = {
+            "tokenizer.ggml.bos_token_id",     "tokenizer.ggml.eos_token_id",
+            "tokenizer.ggml.eot_token_id",     "tokenizer.ggml.eom_token_id",
+            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id",
+            "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
+            "tokenizer.ggml.fim_sep_token_id"};
+        int64_t *const ids[] = {&spec.bos, &spec.eos, &spec.eot, &spec.eom, &spec.unk,
+                                &spec.pad, &spec.fim_pad, &spec.fim_rep, &spec.fim_sep};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0] && st == WK_OK; i++)
+            st = get_id(g, keys[i], n, ids[i]);
+    }
+    if (st == WK_OK) {
         st = get_flag(g, "tokenizer.ggml.add_bos_token", &spec.add_bos);
     }
     if (st == WK_OK) st = get_flag(g, "tokenizer.ggml.add_eos_token", &spec.add_eos);

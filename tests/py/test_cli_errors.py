@@ -71,6 +71,31 @@ def cuda_without_gpu():
     return error_line(err)
 
 
+def too_many_threads():
+    rc, _, err = run(["run", "-m", MODEL, "-p", "hi", "-n", "2", "-t", "2000"])
+    if rc not in (1, 2) or "2000" not in error_line(err):
+        raise Failure(f"exit {rc}\n{tail(err)}")
+    return error_line(err)
+
+
+def runs_env(args, env):
+    rc, _, err = run(args, env=env)
+    if rc != 0:
+        raise Failure(f"exit {rc}\n{tail(err)}")
+    return "exit 0"
+
+
+def threads_env_too_many():
+    """An environment asking for 100000 threads: refused with the number, or capped."""
+    rc, _, err = run(["run", "-m", MODEL, "-p", "hi", "-n", "2"],
+                     env={"WICK_NUM_THREADS": "100000"})
+    if rc == 0:
+        return "exit 0 (capped)"
+    if rc != 1 or "100000" not in error_line(err):
+        raise Failure(f"exit {rc}\n{tail(err)}")
+    return error_line(err)
+
+
 def main():
     suite = Suite("test_cli_errors")
     tmp = tempfile.TemporaryDirectory(prefix="wick-cli-")
@@ -145,6 +170,10 @@ def main():
     suite.case("special-token text in a raw prompt",
                runs, ["run", "-m", MODEL, "--raw", "-p", "<|im_end|><|im_start|>", "-n", "4"] + FAST)
     suite.case("--device cuda without a GPU", cuda_without_gpu)
+    suite.case("-t 2000 (more threads than the pool allows)", too_many_threads)
+    suite.case("WICK_NUM_THREADS=abc", lambda: runs_env(
+        ["run", "-m", MODEL, "-p", "hi", "-n", "2"], {"WICK_NUM_THREADS": "abc"}))
+    suite.case("WICK_NUM_THREADS=100000", threads_env_too_many)
     tmp.cleanup()
     suite.finish()
 

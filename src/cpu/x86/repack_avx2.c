@@ -279,15 +279,11 @@ static void wk_packed_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
 
 /* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
  * Q5 codes (up to 31) are widened every two loads (8 products per 16-bit lane). */
-WK_INLINE __m256i wk_mask_bytes(const uint8_t *p)
+/* Bit `bit` of every byte of a fifth-bit plane, moved to bit 4 (0x10 or 0). */
+WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
 {
-    uint32_t bits;
-    memcpy(&bits, p, 4);
-    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303ll, 0x0202020202020202ll,
-                                           0x0101010101010101ll, 0x0000000000000000ll);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), shuf);
-    const __m256i sel = _mm256_set1_epi64x(0x8040201008040201ll);
-    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, sel), sel), _mm256_set1_epi8(0x10));
+    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
 #define WK_LEG_TILE(NAME, R, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                              \
@@ -307,8 +303,9 @@ WK_INLINE __m256i wk_mask_bytes(const uint8_t *p)
                 __m256i lo = _mm256_and_si256(v, m4);                                              \
                 __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
                 if (Q5) {                                                                          \
-                    lo = _mm256_or_si256(lo, wk_mask_bytes(blk + (MOFF) + 8 * s));                 \
-                    hi = _mm256_or_si256(hi, wk_mask_bytes(blk + (MOFF) + 8 * s + 4));             \
+                    __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));              \
+                    lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                            \
+                    hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                        \
                 }                                                                                  \
                 for (int r = 0; r < R; r++) {                                                      \
                     const XB *xb = (const XB *)(x + r * xs) + b;                                   \
@@ -406,7 +403,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
     static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
-        const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);                       \
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);                   \
         __m256 acc[R];                                                                             \
         for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
@@ -424,12 +421,13 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
                     __m256i hb =                                                                   \
                         _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
-                    __m256i lo = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(v, m4),                                                   \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh), m3), 4));    \
-                    __m256i hi = _mm256_or_si256(                                                  \
-                        _mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                             \
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, sh + 2), m3), 4)); \
+                    /* the two top bits of each code, moved straight to bits 4-5 */            \
+                    __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);                             \
+                    __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);       \
+                    __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),                          \
+                                                 _mm256_and_si256(lo_h, m30));                     \
+                    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),    \
+                                                 _mm256_and_si256(hi_h, m30));                     \
                     for (int r = 0; r < R; r++) {                                                  \
                         const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
                         plo[r] = _mm256_add_epi16(                                                 \
@@ -473,25 +471,20 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
 
 WK_Q6_KX8_TILE(1)
 WK_Q6_KX8_TILE(2)
-WK_Q6_KX8_TILE(3)
-WK_Q6_KX8_TILE(4)
 
+/* Row tiles of 2: with 4 rows the 16-bit and 32-bit sums no longer fit in registers. */
 static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
-            case 2: wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
-            case 3: wk_q6_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
-            default: wk_q6_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
-            }
+            if (rr == 1) wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
+            else wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
