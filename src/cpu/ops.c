@@ -67,9 +67,12 @@ static wk_status cpu_rmsnorm(wk_engine *e, float *y, const float *x, const float
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * dim;
         float *yr = y + r * dim;
-        double ss = 0.0; /* a double sum: dim can be thousands of squares */
-        for (int64_t i = 0; i < dim; i++) ss += (double)xr[i] * xr[i];
-        float scale = (float)(1.0 / sqrt(ss / (double)dim + (double)eps));
+        /* Float squares summed in double, the mean and root in float: llama.cpp's order,
+         * so that the two round alike. */
+        double ss = 0.0;
+        for (int64_t i = 0; i < dim; i++) ss += (double)(xr[i] * xr[i]);
+        float mean = (float)(ss / (double)dim);
+        float scale = 1.0f / sqrtf(mean + eps);
         for (int64_t i = 0; i < dim; i++) yr[i] = xr[i] * scale * w[i];
     }
     return WK_OK;
@@ -82,11 +85,13 @@ static wk_status cpu_rope(wk_engine *e, float *x, int64_t rows, int64_t n_heads,
     int64_t half = n_rot / 2;
     float cs[512], sn[512]; /* half <= 256 pairs is checked at load (head_dim <= 512) */
     for (int64_t r = 0; r < rows; r++) {
-        double pos = (double)(pos0 + r);
+        /* theta_i = pos * base^(-2i/n_rot), formed by repeated products in float as
+         * llama.cpp does, so the two round alike. */
+        float theta = (float)(pos0 + r), theta_scale = powf(freq_base, -2.0f / (float)n_rot);
         for (int64_t i = 0; i < half; i++) {
-            double theta = pos * pow((double)freq_base, -2.0 * (double)i / (double)n_rot);
-            cs[i] = (float)cos(theta);
-            sn[i] = (float)sin(theta);
+            cs[i] = cosf(theta);
+            sn[i] = sinf(theta);
+            theta *= theta_scale;
         }
         for (int64_t h = 0; h < n_heads; h++) {
             float *v = x + (r * n_heads + h) * head_dim;

@@ -4,10 +4,11 @@ with llama-cpp-python on the same GGUF files):
 
 - the prompt's token ids are llama.cpp's;
 - first-step logits (quantized form) within LOGITS_BOUND of llama.cpp's at its top 100
-  tokens, and the same top token;
+  tokens, and the same top token unless llama.cpp's first two are a near-tie;
 - greedy continuations of 32 tokens equal llama.cpp's, or part at a near-tie: a step where
-  llama.cpp's own first and second logits are closer than LOGITS_BOUND (rounding of the
-  quantized activations can then turn either way);
+  llama.cpp's own first and second logits are closer than NEAR_TIE (rounding of the
+  quantized activations can then turn either way; wick's f32 and precise forms, which do
+  not round activations, pick the other token at such steps as often as not);
 and on the default model alone:
 - the f32 form and the precise form give the same logits within 1e-3;
 - sampling with a seed is reproducible, and another seed changes the text;
@@ -34,6 +35,9 @@ from wick_model_ctypes import Lib, Model  # noqa: E402
 # what remains are last-bit differences of exp (SiLU, softmax) and summation order, which
 # flip roundings of later activations. With F32 weights the two agree within 3e-5.
 LOGITS_BOUND = 1.0
+# Where greedy continuations parted, llama.cpp's margin between its first two logits was at
+# most 0.158 (measured on the three files: Q4_1 0.004-0.09, Q4_K_M 0.158 at the first step).
+NEAR_TIE = 0.25
 
 SRC = os.environ.get("WICK_SOURCE_DIR", ".")
 LIB = os.environ.get("WICK_LIB", os.path.join(SRC, "build/libwick.so"))
@@ -78,7 +82,7 @@ def model_for(doc, tmp):
 
 
 def check_fixture(lib, path, doc):
-    worst, top_ok, exact, near_tie = 0.0, 0, 0, 0
+    worst, top_ok, exact, near_tie, parted = 0.0, 0, 0, 0, []
     with Model(lib, path, form="quantized", threads=2) as m:
         for c in doc["cases"]:
             name = f"{doc['model']} {c['text'][:30]!r}"
@@ -91,7 +95,9 @@ def check_fixture(lib, path, doc):
             check(diff < LOGITS_BOUND, f"{name}: logits differ by {diff:.4f} >= {LOGITS_BOUND}")
             agree = int(np.argmax(logits)) == int(top[0, 0])
             top_ok += agree
-            check(agree, f"{name}: top token {int(np.argmax(logits))} != llama.cpp {int(top[0, 0])}")
+            check(agree or c["gaps"][0] < NEAR_TIE,
+                  f"{name}: top token {int(np.argmax(logits))} != llama.cpp {int(top[0, 0])} "
+                  f"(llama.cpp's margin {c['gaps'][0]})")
             got, _, _ = m.generate(c["ids"], len(c["greedy"]))
             if got == c["greedy"]:
                 exact += 1
@@ -99,13 +105,14 @@ def check_fixture(lib, path, doc):
             i = next(i for i, (a, b) in enumerate(zip(got, c["greedy"])) if a != b) \
                 if any(a != b for a, b in zip(got, c["greedy"])) else min(len(got), len(c["greedy"]))
             gap = c["gaps"][i] if i < len(c["gaps"]) else 0.0
-            near_tie += gap < LOGITS_BOUND
-            check(gap < LOGITS_BOUND,
+            near_tie += gap < NEAR_TIE
+            parted.append(f"{i}:{gap}")
+            check(gap < NEAR_TIE,
                   f"{name}: greedy parts at step {i} where llama.cpp's margin is {gap} "
                   f"(wick {got[i:i+4]}, llama.cpp {c['greedy'][i:i+4]})")
-    print(f"{doc['model']}: logits max diff {worst:.4f} (bound {LOGITS_BOUND}), top token "
+    print(f"{doc['model']}: logits max diff {worst:.4f} (bound {LOGITS_BOUND}), top token equal "
           f"{top_ok}/{len(doc['cases'])}, greedy equal {exact}/{len(doc['cases'])}, "
-          f"parted at a near-tie {near_tie}")
+          f"parted at a near-tie {near_tie} (step:llama.cpp margin {' '.join(parted)})")
 
 
 def check_default_model(lib):
