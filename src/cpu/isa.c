@@ -1,4 +1,5 @@
 /* Choosing kernels at run time from what the processor reports. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,15 +28,18 @@ static wk_isa wk_detect_isa(void)
 
 wk_isa wk_cpu_isa(void)
 {
-    static int cached = -1; /* benign race: every thread computes the same value */
-    if (cached < 0) {
+    /* Every thread computes the same value; atomic so that the race is well defined. */
+    static _Atomic int cached = -1;
+    int isa_now = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (isa_now < 0) {
         wk_isa isa = wk_detect_isa();
         const char *env = getenv("WICK_CPU_ISA");
         if (env && strcmp(env, "scalar") == 0) isa = WK_ISA_SCALAR;
         else if (env && strcmp(env, "avx2") == 0 && isa > WK_ISA_AVX2) isa = WK_ISA_AVX2;
-        cached = (int)isa;
+        isa_now = (int)isa;
+        atomic_store_explicit(&cached, isa_now, memory_order_relaxed);
     }
-    return (wk_isa)cached;
+    return (wk_isa)isa_now;
 }
 
 const char *wk_isa_name(wk_isa isa)
