@@ -93,4 +93,40 @@ static inline wk_status wk_syms_init(wk_merge_scratch *s, const char *word, size
     return WK_OK;
 }
 
+/* Queues the pair (left, right) of adjacent symbols if it may merge, keyed by its
+ * priority; a side of -1 queues nothing. BPE keys by merge rank, SentencePiece by
+ * the merged token's score. */
+typedef wk_status (*wk_queue_pair_fn)(const wk_tokenizer *t, const char *text, const wk_sym *sym,
+                                      int32_t left, int32_t right, wk_pairq *q);
+
+/* Split text into symbols and merge the best queued pair until none is left;
+ * merged-away symbols keep n == 0. The heap stays in the scratch for the next call. */
+static inline wk_status wk_merge_symbols(const wk_tokenizer *t, const char *text, size_t len,
+                                         wk_merge_scratch *s, wk_queue_pair_fn queue_pair,
+                                         wk_sym **out, size_t *n_out) {
+    wk_sym *sym = NULL;
+    size_t n_sym = 0;
+    wk_status st = wk_syms_init(s, text, len, &sym, &n_sym);
+    if (st != WK_OK) return st;
+    wk_pairq q = {s->heap, 0, s->heap_cap};
+    for (size_t i = 1; i < n_sym && st == WK_OK; i++)
+        st = queue_pair(t, text, sym, (int32_t)i - 1, (int32_t)i, &q);
+    while (q.n && st == WK_OK) {
+        wk_pair p = wk_pairq_pop(&q);
+        wk_sym *l = &sym[p.left], *r = &sym[p.right];
+        if (l->n == 0 || r->n == 0 || l->n != p.ln || r->n != p.rn) continue; /* stale */
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) sym[r->next].prev = p.left;
+        st = queue_pair(t, text, sym, l->prev, p.left, &q);
+        if (st == WK_OK) st = queue_pair(t, text, sym, p.left, l->next, &q);
+    }
+    s->heap = q.v;
+    s->heap_cap = q.cap;
+    *out = sym;
+    *n_out = n_sym;
+    return st;
+}
+
 #endif

@@ -31,24 +31,7 @@ wk_status wk_spm_fragment(const wk_tokenizer *t, const char *text, size_t len, w
     if (len == 0) return WK_OK;
     wk_sym *sym = NULL;
     size_t n_sym = 0;
-    wk_status st = wk_syms_init(s, text, len, &sym, &n_sym);
-    if (st != WK_OK) return st;
-    wk_pairq q = {s->heap, 0, s->heap_cap};
-    for (size_t i = 1; i < n_sym && st == WK_OK; i++)
-        st = queue_pair(t, text, sym, (int32_t)i - 1, (int32_t)i, &q);
-    while (q.n && st == WK_OK) {
-        wk_pair p = wk_pairq_pop(&q);
-        wk_sym *l = &sym[p.left], *r = &sym[p.right];
-        if (l->n == 0 || r->n == 0 || l->n != p.ln || r->n != p.rn) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) sym[r->next].prev = p.left;
-        st = queue_pair(t, text, sym, l->prev, p.left, &q);
-        if (st == WK_OK) st = queue_pair(t, text, sym, p.left, l->next, &q);
-    }
-    s->heap = q.v;
-    s->heap_cap = q.cap;
+    wk_status st = wk_merge_symbols(t, text, len, s, queue_pair, &sym, &n_sym);
     for (size_t i = 0; i < n_sym && st == WK_OK; i++) {
         if (sym[i].n == 0) continue;
         int32_t id = wk_tokenizer_find(t, text + sym[i].off, sym[i].n);
