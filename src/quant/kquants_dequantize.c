@@ -49,6 +49,19 @@ void wk_q3_K_dequantize(const void *restrict vx, float *restrict y, int64_t n)
     }
 }
 
+/* Q4_K and Q5_K share their scales: eight groups of 32, each d * scale * q - dmin * min. */
+static void wk_k45_scale_rows(float d, float dmin, const uint8_t *scales, const int8_t *q,
+                              float *restrict y)
+{
+    for (int g = 0; g < WK_QK_K / 32; g++) {
+        uint8_t sc, m;
+        wk_k4_scale_min(scales, g, &sc, &m);
+        const float dl = d * (float)sc;
+        const float ml = dmin * (float)m;
+        for (int l = 0; l < 32; l++) y[32 * g + l] = dl * (float)q[32 * g + l] - ml;
+    }
+}
+
 void wk_q4_K_dequantize(const void *restrict vx, float *restrict y, int64_t n)
 {
     const wk_block_q4_K *x = vx;
@@ -57,13 +70,7 @@ void wk_q4_K_dequantize(const void *restrict vx, float *restrict y, int64_t n)
         const float d = wk_half_to_float(x[i].d);
         const float dmin = wk_half_to_float(x[i].dmin);
         wk_q4_K_unpack(&x[i], q);
-        for (int g = 0; g < WK_QK_K / 32; g++) {
-            uint8_t sc, m;
-            wk_k4_scale_min(x[i].scales, g, &sc, &m);
-            const float dl = d * (float)sc;
-            const float ml = dmin * (float)m;
-            for (int l = 0; l < 32; l++) y[32 * g + l] = dl * (float)q[32 * g + l] - ml;
-        }
+        wk_k45_scale_rows(d, dmin, x[i].scales, q, y);
     }
 }
 
@@ -75,13 +82,7 @@ void wk_q5_K_dequantize(const void *restrict vx, float *restrict y, int64_t n)
         const float d = wk_half_to_float(x[i].d);
         const float dmin = wk_half_to_float(x[i].dmin);
         wk_q5_K_unpack(&x[i], q);
-        for (int g = 0; g < WK_QK_K / 32; g++) {
-            uint8_t sc, m;
-            wk_k4_scale_min(x[i].scales, g, &sc, &m);
-            const float dl = d * (float)sc;
-            const float ml = dmin * (float)m;
-            for (int l = 0; l < 32; l++) y[32 * g + l] = dl * (float)q[32 * g + l] - ml;
-        }
+        wk_k45_scale_rows(d, dmin, x[i].scales, q, y);
     }
 }
 

@@ -396,35 +396,35 @@ void wk_q5_1_vec_dot(int64_t n, float *restrict s, const void *restrict vx, cons
     *s = sumf;
 }
 
-/* Q8_0 . Q8_0: sum over blocks of sumi * (dx * dy). */
-void wk_q8_0_vec_dot(int64_t n, float *restrict s, const void *restrict vx, const void *restrict vy)
+/* Sum over 32-element blocks of sumi * (dx * dy), for blocks of `stride` bytes that start
+ * with the half scale d and end with the 32 quants (Q8_0, and Q8_1 whose s is not needed). */
+static float wk_q8_blocks_dot(int64_t nb, const uint8_t *x, const uint8_t *y, size_t stride)
 {
-    const wk_block_q8_0 *x = vx;
-    const wk_block_q8_0 *y = vy;
     float sumf = 0.0f;
-    for (int64_t i = 0; i < n / WK_QK32; i++) {
+    for (int64_t i = 0; i < nb; i++, x += stride, y += stride) {
+        const int8_t *xq = (const int8_t *)(x + stride - WK_QK32);
+        const int8_t *yq = (const int8_t *)(y + stride - WK_QK32);
         int sumi = 0;
-        for (int j = 0; j < WK_QK32; j++) sumi += x[i].qs[j] * y[i].qs[j];
-        float dd = wk_half_to_float(x[i].d) * wk_half_to_float(y[i].d);
+        for (int j = 0; j < WK_QK32; j++) sumi += xq[j] * yq[j];
+        uint16_t xd, yd;
+        memcpy(&xd, x, 2);
+        memcpy(&yd, y, 2);
+        float dd = wk_half_to_float(xd) * wk_half_to_float(yd);
         float block = (float)sumi * dd;
         sumf += block;
     }
-    *s = sumf;
+    return sumf;
+}
+
+/* Q8_0 . Q8_0: sum over blocks of sumi * (dx * dy). */
+void wk_q8_0_vec_dot(int64_t n, float *restrict s, const void *restrict vx, const void *restrict vy)
+{
+    *s = wk_q8_blocks_dot(n / WK_QK32, vx, vy, sizeof(wk_block_q8_0));
 }
 
 /* Q8_1 . Q8_1 (ggml has none: Q8_1 is only an activation type there): as Q8_0, the s
  * fields are not needed because neither side has a min. */
 void wk_q8_1_vec_dot(int64_t n, float *restrict s, const void *restrict vx, const void *restrict vy)
 {
-    const wk_block_q8_1 *x = vx;
-    const wk_block_q8_1 *y = vy;
-    float sumf = 0.0f;
-    for (int64_t i = 0; i < n / WK_QK32; i++) {
-        int sumi = 0;
-        for (int j = 0; j < WK_QK32; j++) sumi += x[i].qs[j] * y[i].qs[j];
-        float dd = wk_half_to_float(x[i].d) * wk_half_to_float(y[i].d);
-        float block = (float)sumi * dd;
-        sumf += block;
-    }
-    *s = sumf;
+    *s = wk_q8_blocks_dot(n / WK_QK32, vx, vy, sizeof(wk_block_q8_1));
 }

@@ -180,7 +180,8 @@ static wk_status wk_qtensor_host_bytes(const wk_qtensor *t, const void **bytes, 
     return WK_OK;
 }
 
-wk_status wk_qtensor_dequantize_f32(const wk_qtensor *t, float *dst)
+/* Dequantize every row into dst, with to_f32 (half = false) or to_f16 (half = true). */
+static wk_status wk_qtensor_dequantize_rows(const wk_qtensor *t, void *dst, bool half)
 {
     if (!dst) return wk_fail(WK_ERR_INVALID, "qtensor: no destination");
     const void *bytes = NULL;
@@ -191,27 +192,25 @@ wk_status wk_qtensor_dequantize_f32(const wk_qtensor *t, float *dst)
     int64_t row = t->dims[t->n_dims - 1];
     int64_t rows = wk_qtensor_nelements(t) / row;
     size_t row_bytes = (size_t)(row / tr->block_size) * tr->block_bytes;
-    for (int64_t r = 0; r < rows; r++)
-        tr->to_f32((const char *)bytes + (size_t)r * row_bytes, dst + r * row, row);
+    for (int64_t r = 0; r < rows; r++) {
+        const char *src = (const char *)bytes + (size_t)r * row_bytes;
+        if (half)
+            tr->to_f16(src, (uint16_t *)dst + r * row, row);
+        else
+            tr->to_f32(src, (float *)dst + r * row, row);
+    }
     free(tmp);
     return WK_OK;
 }
 
+wk_status wk_qtensor_dequantize_f32(const wk_qtensor *t, float *dst)
+{
+    return wk_qtensor_dequantize_rows(t, dst, false);
+}
+
 wk_status wk_qtensor_dequantize_f16(const wk_qtensor *t, uint16_t *dst)
 {
-    if (!dst) return wk_fail(WK_ERR_INVALID, "qtensor: no destination");
-    const void *bytes = NULL;
-    void *tmp = NULL;
-    wk_status st = wk_qtensor_host_bytes(t, &bytes, &tmp);
-    if (st) return st;
-    const wk_type_traits *tr = wk_traits(t->type);
-    int64_t row = t->dims[t->n_dims - 1];
-    int64_t rows = wk_qtensor_nelements(t) / row;
-    size_t row_bytes = (size_t)(row / tr->block_size) * tr->block_bytes;
-    for (int64_t r = 0; r < rows; r++)
-        tr->to_f16((const char *)bytes + (size_t)r * row_bytes, dst + r * row, row);
-    free(tmp);
-    return WK_OK;
+    return wk_qtensor_dequantize_rows(t, dst, true);
 }
 
 wk_status wk_qtensor_to_device(const wk_qtensor *t, wk_device dev, wk_qtensor **out)
