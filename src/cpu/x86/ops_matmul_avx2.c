@@ -1,0 +1,202 @@
+/* AVX2 matmul pieces of the model's quantized form for the 32-element formats (Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q8_0): the activation quantizers and the kernels of the repacked
+ * 8-column groups (layouts in src/cpu/repack.h), in llama.cpp's rounding.
+ *
+ * Activations: per block of 32, d = amax / 127, codes round(x * (127 / amax)) to nearest
+ * even (not the file quantizer's x * (1 / d) rounded half away from zero: the two differ
+ * in a few codes per row), and for Q8_1 s = d * sum(codes), both stored as halves.
+ *
+ * Dot products: for each output, 8 float lanes; lane l takes the exact integer sum of
+ * elements 4l..4l+3 of each block, times (dw * dx) added by one fused multiply-add, block
+ * after block; then ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), plus, with a min, the sum of
+ * m * s over the blocks. Here the 8 lanes of one output are 8 registers each holding that
+ * lane for the group's 8 outputs, so the same float operations happen in the same order. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "cpu/ops_internal.h"
+#include "quant/blocks.h"
+
+#define WK_INLINE static inline __attribute__((always_inline))
+
+/* Codes of one block of 32: amax, d and the rounded codes. */
+WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
+{
+    __m256 v[4], sign = _mm256_set1_ps(-0.0f);
+    __m256 mx = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    *d_out = amax / 127.0f;
+    __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    /* Pack 32-bit to bytes; the packs interleave 128-bit halves, the permute restores order. */
+    __m256i a = _mm256_packs_epi32(q[0], q[1]), b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i c = _mm256_packs_epi16(a, b);
+    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void wk_avx2_act_q8_0(const float *x, void *vy, int64_t k)
+{
+    wk_block_q8_0 *y = vy;
+    for (int64_t b = 0; b < k / 32; b++) {
+        float d;
+        __m256i q = wk_q8_codes(x + 32 * b, &d);
+        y[b].d = wk_float_to_half(d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+    }
+}
+
+void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
+{
+    wk_block_q8_1 *y = vy;
+    for (int64_t b = 0; b < k / 32; b++) {
+        float d;
+        __m256i q = wk_q8_codes(x + 32 * b, &d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+        /* sum of the codes: pairs of bytes, then 32-bit lanes, then across */
+        __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+        __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+        __m128i t = _mm_add_epi32(_mm256_extracti128_si256(s32, 1), _mm256_castsi256_si128(s32));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+        int sum = _mm_cvtsi128_si32(t);
+        y[b].d = wk_float_to_half(d);
+        y[b].s = wk_float_to_half(d * (float)sum);
+    }
+}
+
+WK_INLINE __m256i wk_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Lane sums of signed weights w (8 columns × 4 bytes) with 4 activation bytes. */
+WK_INLINE __m256i wk_dot_s(__m256i w, const int8_t *x)
+{
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(wk_bcast4(x), w));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+/* ... of unsigned weights (codes below 128). */
+WK_INLINE __m256i wk_dot_u(__m256i w, const int8_t *x)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, wk_bcast4(x)), _mm256_set1_epi16(1));
+}
+
+/* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
+WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
+{
+    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* The 8 lane sums of one block of a group against one activation block (codes xq). */
+WK_INLINE void wk_lanes(wk_type t, const uint8_t *blk, const int8_t *xq, __m256i l[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    if (t == WK_TYPE_Q8_0) {
+        for (int s = 0; s < 8; s++) l[s] = wk_dot_s(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s)), xq + 4 * s);
+        return;
+    }
+    int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
+    int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
+    bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
+    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    __m256i plane = q5 ? _mm256_loadu_si256((const __m256i *)(blk + poff)) : _mm256_setzero_si256();
+    for (int s = 0; s < 4; s++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + qoff + 32 * s));
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, wk_plane_bit4(plane, 2 * s));
+            hi = _mm256_or_si256(hi, wk_plane_bit4(plane, 2 * s + 1));
+        }
+        if (has_min) {
+            l[s] = wk_dot_u(lo, xq + 4 * s);
+            l[4 + s] = wk_dot_u(hi, xq + 16 + 4 * s);
+        } else {
+            __m256i off = _mm256_set1_epi8(q5 ? 16 : 8);
+            l[s] = wk_dot_s(_mm256_sub_epi8(lo, off), xq + 4 * s);
+            l[4 + s] = wk_dot_s(_mm256_sub_epi8(hi, off), xq + 16 + 4 * s);
+        }
+    }
+}
+
+/* One activation row against groups [g0, g1) of 8 columns: y[8g + c]. */
+WK_INLINE void wk_group_row(wk_type t, int64_t nb, size_t blk_bytes, size_t act_bytes, const uint8_t *w,
+                            size_t group_stride, const char *x, float *y, int64_t g0, int64_t g1)
+{
+    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    int moff = 16;
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *wg = w + (size_t)g * group_stride;
+        __m256 acc[8], summs = _mm256_setzero_ps();
+        for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
+            _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
+            _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
+            const char *xb = x + (size_t)b * act_bytes;
+            uint16_t xd_h;
+            memcpy(&xd_h, xb, 2);
+            const int8_t *xq = (const int8_t *)(xb + act_bytes - 32);
+            __m256i l[8];
+            wk_lanes(t, blk, xq, l);
+            __m256 dd = _mm256_mul_ps(wk_h8(blk), _mm256_set1_ps(wk_half_to_float(xd_h)));
+            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(l[i]), acc[i]);
+            if (has_min) {
+                uint16_t s_h;
+                memcpy(&s_h, xb + 2, 2);
+                summs = _mm256_add_ps(summs, _mm256_mul_ps(wk_h8(blk + moff), _mm256_set1_ps(wk_half_to_float(s_h))));
+            }
+        }
+        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                                 _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+        if (has_min) r = _mm256_add_ps(r, summs);
+        _mm256_storeu_ps(y + 8 * g, r);
+    }
+}
+
+/* y[r*ldy + 8g + c] for rows r < m and groups g0 <= g < g1 of a repacked weight of type t
+ * (k elements per row); x: m rows of activation blocks, x_stride bytes apart. */
+void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                          size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    size_t blk_bytes = t == WK_TYPE_Q8_0 ? sizeof(wk_block_q8_0)
+                       : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
+                       : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
+                       : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
+                                           : sizeof(wk_block_q5_1);
+    size_t act_bytes = (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    size_t group_stride = (size_t)nb * 8 * blk_bytes;
+    /* A few groups at a time for every row, so that their weights stay in cache. */
+    enum { GROUPS = 4 };
+    for (int64_t ga = g0; ga < g1; ga += GROUPS) {
+        int64_t gb = g1 - ga < GROUPS ? g1 : ga + GROUPS;
+        for (int64_t r = 0; r < m; r++) {
+            const char *xr = (const char *)x + (size_t)r * x_stride;
+            float *yr = y + (size_t)r * ldy;
+            switch (t) {
+            case WK_TYPE_Q8_0: wk_group_row(WK_TYPE_Q8_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            case WK_TYPE_Q4_0: wk_group_row(WK_TYPE_Q4_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            case WK_TYPE_Q4_1: wk_group_row(WK_TYPE_Q4_1, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            case WK_TYPE_Q5_0: wk_group_row(WK_TYPE_Q5_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            default: wk_group_row(WK_TYPE_Q5_1, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            }
+        }
+    }
+}
