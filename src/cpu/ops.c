@@ -278,7 +278,7 @@ typedef struct {
 static bool exact_type(wk_type t)
 {
     return t == WK_TYPE_Q4_0 || t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1 ||
-           t == WK_TYPE_Q8_0;
+           t == WK_TYPE_Q8_0 || t == WK_TYPE_Q4_K || t == WK_TYPE_Q6_K;
 }
 
 static bool exact_ok(const wk_cpu_engine *ce, const wk_qmatmul *mm)
@@ -289,6 +289,7 @@ static bool exact_ok(const wk_cpu_engine *ce, const wk_qmatmul *mm)
 
 static wk_type exact_act_type(wk_type t)
 {
+    if (t == WK_TYPE_Q4_K || t == WK_TYPE_Q6_K) return WK_TYPE_Q8_K;
     return t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1 ? WK_TYPE_Q8_1 : WK_TYPE_Q8_0;
 }
 
@@ -307,8 +308,12 @@ static void exact_task(void *arg, int ith, int nth)
         if (local < j->group_chunks[i]) {
             int64_t g0 = local * j->chunk;
             int64_t g1 = g0 + j->chunk < j->n_groups[i] ? g0 + j->chunk : j->n_groups[i];
-            wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
-                                 (size_t)mm->n);
+            if (w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K)
+                wk_avx2_exact_groups_k(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m,
+                                       j->y[i], (size_t)mm->n);
+            else
+                wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
+                                     (size_t)mm->n);
         } else { /* rows after the last group keep the file's layout */
             const wk_type_traits *tr = wk_traits(w->type);
             size_t row_bytes = (size_t)(mm->k / tr->block_size) * tr->block_bytes;
@@ -332,8 +337,10 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
     void *xq = wk_cpu_scratch(ce, (size_t)m * xs);
     if (!xq) return wk_fail(WK_ERR_NOMEM, "matmul: cannot allocate %zu bytes of scratch", (size_t)m * xs);
     for (int64_t r = 0; r < m; r++) {
-        if (act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x + r * k, (char *)xq + (size_t)r * xs, k);
-        else wk_avx2_act_q8_0(x + r * k, (char *)xq + (size_t)r * xs, k);
+        char *row = (char *)xq + (size_t)r * xs;
+        if (act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x + r * k, row, k);
+        else if (act == WK_TYPE_Q8_0) wk_avx2_act_q8_0(x + r * k, row, k);
+        else at->from_f32(x + r * k, row, k); /* Q8_K: llama.cpp rounds as the reference does */
     }
     int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
     exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m};

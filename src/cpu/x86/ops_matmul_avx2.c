@@ -200,3 +200,124 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
         }
     }
 }
+
+/* ---- K formats ----------------------------------------------------------------------
+ * Q4_K, as llama.cpp's 8-column kernels add: per output an exact integer sum of
+ * scale * (codes · x) and one of min * (sums of x), each added by a fused multiply-add
+ * with (d * dx) and (dmin * dx), once per super-block for a single row (its gemv) and once
+ * per pair of sub-blocks for rows taken four at a time (its gemm: the leading m - m % 4
+ * rows of a batch); the result is their difference.
+ * Q6_K, as its one-output kernel adds: 8 lanes of exact integer sums over the super-block,
+ * lane l holding scale * code * x of elements 4l..4l+3 of every 32 (codes 0..63) less
+ * 32 * scale * x summed over sub-block l, times (dx * d) by one fused multiply-add each. */
+
+/* The 64 scales or mins (index j*8 + c) of a Q4_Kx8 super-block, from their 48 bytes. */
+static void wk_k4x8_decode(const uint8_t *in, int16_t out[64])
+{
+    for (int t = 0; t < 64; t++) {
+        int lo = t < 32 ? in[t] & 15 : in[t - 32] >> 4;
+        int hi = (in[32 + (t & 15)] >> (2 * (t >> 4))) & 3;
+        out[t] = (int16_t)(lo | (hi << 4));
+    }
+}
+
+/* 16 lanes of int16: lanes 2c and 2c+1 = v[c], for madd against pair sums per column. */
+WK_INLINE __m256i wk_pairs16(const int16_t *v)
+{
+    __m128i w = _mm_loadu_si128((const __m128i *)v);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+}
+
+static void wk_q4_Kx8_row(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, float *y, bool pairs)
+{
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q4_K);
+        int16_t sc[64], mn[64];
+        wk_k4x8_decode(blk + 32, sc);
+        wk_k4x8_decode(blk + 80, mn);
+        __m256i isum = _mm256_setzero_si256(), imin = _mm256_setzero_si256();
+        for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j.., nibbles of pair j/2 */
+            int p = j / 2;
+            __m256i p16 = _mm256_setzero_si256();
+            for (int s = 0; s < 8; s++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
+                __m256i q = (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q, wk_bcast4(x[b].qs + 32 * j + 4 * s)));
+            }
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, wk_pairs16(sc + 8 * j)));
+            int bs = x[b].bsums[2 * j] + x[b].bsums[2 * j + 1];
+            imin = _mm256_add_epi32(imin, _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(mn + 8 * j))),
+                                                             _mm256_set1_epi32(bs)));
+            if (j == 7 || (pairs && (j & 1))) {
+                __m256 dx = _mm256_set1_ps(x[b].d);
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wk_h8(blk), dx), acc);
+                accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(wk_h8(blk + 16), dx), accm);
+                isum = imin = _mm256_setzero_si256();
+            }
+        }
+    }
+    _mm256_storeu_ps(y, _mm256_sub_ps(acc, accm));
+}
+
+static void wk_q6_Kx8_row(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, float *y)
+{
+    __m256 acc[8];
+    for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q6_K);
+        int16_t sc[128];
+        for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
+        __m256i isum[8];
+        for (int l = 0; l < 8; l++) isum[l] = _mm256_setzero_si256();
+        for (int t = 0; t < 8; t++) {
+            __m256i s_lo = wk_pairs16(sc + 8 * (2 * t)), s_hi = wk_pairs16(sc + 8 * (2 * t + 1));
+            for (int l = 0; l < 8; l++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * (t / 2) + 32 * l));
+                __m256i lo = (t & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (t / 4) + 32 * l));
+                h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (t % 4)), m3);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
+                __m256i xv = wk_bcast4(x[b].qs + 32 * t + 4 * l);
+                __m256i p16 = _mm256_maddubs_epi16(q, xv);
+                isum[l] = _mm256_add_epi32(isum[l], _mm256_madd_epi16(p16, l < 4 ? s_lo : s_hi));
+            }
+        }
+        /* The codes' +32, taken off lane l for the whole of sub-block l: 32 * (scale * sum
+         * of x) over its two groups of 16. */
+        for (int l = 0; l < 8; l++) {
+            __m256i a = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * (2 * l)))),
+                                           _mm256_set1_epi32(x[b].bsums[2 * l]));
+            __m256i c = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * (2 * l + 1)))),
+                                           _mm256_set1_epi32(x[b].bsums[2 * l + 1]));
+            isum[l] = _mm256_sub_epi32(isum[l], _mm256_slli_epi32(_mm256_add_epi32(a, c), 5));
+        }
+        __m256 d = _mm256_mul_ps(_mm256_set1_ps(x[b].d), wk_h8(blk));
+        for (int l = 0; l < 8; l++) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[l]), acc[l]);
+    }
+    __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                             _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+    _mm256_storeu_ps(y, r);
+}
+
+void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                            size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    size_t blk_bytes = t == WK_TYPE_Q4_K ? sizeof(wk_block_q4_K) : sizeof(wk_block_q6_K);
+    size_t group_stride = (size_t)nb * 8 * blk_bytes;
+    enum { GROUPS = 2 };
+    for (int64_t ga = g0; ga < g1; ga += GROUPS) {
+        int64_t gb = g1 - ga < GROUPS ? g1 : ga + GROUPS;
+        for (int64_t r = 0; r < m; r++) {
+            const wk_block_q8_K *xr = (const wk_block_q8_K *)((const char *)x + (size_t)r * x_stride);
+            for (int64_t g = ga; g < gb; g++) {
+                const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+                if (t == WK_TYPE_Q4_K) wk_q4_Kx8_row(nb, wg, xr, y + (size_t)r * ldy + 8 * g, r < (m & ~(int64_t)3));
+                else wk_q6_Kx8_row(nb, wg, xr, y + (size_t)r * ldy + 8 * g);
+            }
+        }
+    }
+}
