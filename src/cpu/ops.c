@@ -373,6 +373,22 @@ static wk_status cpu_matmul(wk_engine *e, wk_qmatmul *mm, const float *x, int64_
     return wk_qmatmul_forward(mm, x, WK_TYPE_F32, m, wk_qmatmul_k(mm), y);
 }
 
+static wk_status cpu_matmuls(wk_engine *e, int count, wk_qmatmul *const *mm, const float *x,
+                             int64_t m, float *const *y)
+{
+    wk_cpu_engine *ce = (wk_cpu_engine *)e;
+    bool together = count <= MM_MAX;
+    for (int i = 0; i < count && together; i++)
+        together = exact_ok(ce, mm[i]) && mm[i]->k == mm[0]->k &&
+                   exact_act_type(mm[i]->w->type) == exact_act_type(mm[0]->w->type);
+    if (together) return exact_matmuls(ce, count, mm, x, m, y);
+    for (int i = 0; i < count; i++) {
+        wk_status st = cpu_matmul(e, mm[i], x, m, y[i]);
+        if (st != WK_OK) return st;
+    }
+    return WK_OK;
+}
+
 const wk_backend wk_cpu_backend = {
     .device = WK_DEVICE_CPU,
     .alloc = cpu_alloc,
@@ -388,4 +404,5 @@ const wk_backend wk_cpu_backend = {
     .add = cpu_add,
     .copy = cpu_copy,
     .matmul = cpu_matmul,
+    .matmuls = cpu_matmuls,
 };

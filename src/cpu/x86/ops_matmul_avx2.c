@@ -84,18 +84,6 @@ WK_INLINE __m256i wk_bcast4(const int8_t *p)
 
 WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 
-/* Lane sums of signed weights w (8 columns × 4 bytes) with 4 activation bytes. */
-WK_INLINE __m256i wk_dot_s(__m256i w, const int8_t *x)
-{
-    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(wk_bcast4(x), w));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-/* ... of unsigned weights (codes below 128). */
-WK_INLINE __m256i wk_dot_u(__m256i w, const int8_t *x)
-{
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, wk_bcast4(x)), _mm256_set1_epi16(1));
-}
-
 /* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
 WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
 {
@@ -103,12 +91,17 @@ WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-/* The 8 lane sums of one block of a group against one activation block (codes xq). */
-WK_INLINE void wk_lanes(wk_type t, const uint8_t *blk, const int8_t *xq, __m256i l[8])
+/* One block of a group, decoded once for every activation row: the weights of lane l as
+ * bytes ready for _mm256_maddubs_epi16 (w[l]: unsigned codes, or the absolute values of
+ * signed ones) and, for signed formats, the signs to move onto the activation (sg[l]). */
+WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m256i sg[8])
 {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     if (t == WK_TYPE_Q8_0) {
-        for (int s = 0; s < 8; s++) l[s] = wk_dot_s(_mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s)), xq + 4 * s);
+        for (int s = 0; s < 8; s++) {
+            sg[s] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+        }
         return;
     }
     int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
@@ -124,49 +117,70 @@ WK_INLINE void wk_lanes(wk_type t, const uint8_t *blk, const int8_t *xq, __m256i
             hi = _mm256_or_si256(hi, wk_plane_bit4(plane, 2 * s + 1));
         }
         if (has_min) {
-            l[s] = wk_dot_u(lo, xq + 4 * s);
-            l[4 + s] = wk_dot_u(hi, xq + 16 + 4 * s);
+            w[s] = lo;
+            w[4 + s] = hi;
         } else {
             __m256i off = _mm256_set1_epi8(q5 ? 16 : 8);
-            l[s] = wk_dot_s(_mm256_sub_epi8(lo, off), xq + 4 * s);
-            l[4 + s] = wk_dot_s(_mm256_sub_epi8(hi, off), xq + 16 + 4 * s);
+            sg[s] = _mm256_sub_epi8(lo, off);
+            sg[4 + s] = _mm256_sub_epi8(hi, off);
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+            w[4 + s] = _mm256_sign_epi8(sg[4 + s], sg[4 + s]);
         }
     }
 }
 
-/* One activation row against groups [g0, g1) of 8 columns: y[8g + c]. */
-WK_INLINE void wk_group_row(wk_type t, int64_t nb, size_t blk_bytes, size_t act_bytes, const uint8_t *w,
-                            size_t group_stride, const char *x, float *y, int64_t g0, int64_t g1)
+/* Activation byte offset of lane l within a block: elements 4l..4l+3 (Q8_0 weights), or
+ * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
+WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
+
+enum { WK_ROWS = 8 }; /* activation rows per pass over a group's weights */
+
+/* Rows r0..r1 (at most WK_ROWS) against group g: y[r*ldy + 8g + c]. */
+WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act_bytes, const uint8_t *wg,
+                             const char *x, size_t x_stride, int64_t nr, float *y, size_t ldy)
 {
     bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
-    int moff = 16;
-    for (int64_t g = g0; g < g1; g++) {
-        const uint8_t *wg = w + (size_t)g * group_stride;
-        __m256 acc[8], summs = _mm256_setzero_ps();
-        for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
-        for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
-            _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
-            _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
-            const char *xb = x + (size_t)b * act_bytes;
+    bool sgn = !has_min;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[WK_ROWS][8], summs[WK_ROWS];
+    for (int64_t r = 0; r < nr; r++) {
+        summs[r] = _mm256_setzero_ps();
+        for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
+        _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
+        __m256i w[8], sg[8];
+        wk_decode_block(t, blk, w, sg);
+        __m256 wd = wk_h8(blk);
+        __m256 wm = has_min ? wk_h8(blk + 16) : _mm256_setzero_ps();
+        for (int64_t r = 0; r < nr; r++) {
+            const char *xb = x + (size_t)r * x_stride + (size_t)b * act_bytes;
             uint16_t xd_h;
             memcpy(&xd_h, xb, 2);
             const int8_t *xq = (const int8_t *)(xb + act_bytes - 32);
-            __m256i l[8];
-            wk_lanes(t, blk, xq, l);
-            __m256 dd = _mm256_mul_ps(wk_h8(blk), _mm256_set1_ps(wk_half_to_float(xd_h)));
-            for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(l[i]), acc[i]);
+            __m256 dd = _mm256_mul_ps(wd, _mm256_set1_ps(wk_half_to_float(xd_h)));
+            for (int l = 0; l < 8; l++) {
+                __m256i xv = wk_bcast4(xq + wk_lane_off(t, l));
+                if (sgn) xv = _mm256_sign_epi8(xv, sg[l]);
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w[l], xv), ones);
+                acc[r][l] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(p), acc[r][l]);
+            }
             if (has_min) {
                 uint16_t s_h;
                 memcpy(&s_h, xb + 2, 2);
-                summs = _mm256_add_ps(summs, _mm256_mul_ps(wk_h8(blk + moff), _mm256_set1_ps(wk_half_to_float(s_h))));
+                summs[r] = _mm256_add_ps(summs[r], _mm256_mul_ps(wm, _mm256_set1_ps(wk_half_to_float(s_h))));
             }
         }
-        __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                                 _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-        if (has_min) r = _mm256_add_ps(r, summs);
-        _mm256_storeu_ps(y + 8 * g, r);
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        __m256 *a = acc[r];
+        __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        if (has_min) v = _mm256_add_ps(v, summs[r]);
+        _mm256_storeu_ps(y + (size_t)r * ldy, v);
     }
 }
 
@@ -183,19 +197,18 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
                                            : sizeof(wk_block_q5_1);
     size_t act_bytes = (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
     size_t group_stride = (size_t)nb * 8 * blk_bytes;
-    /* A few groups at a time for every row, so that their weights stay in cache. */
-    enum { GROUPS = 4 };
-    for (int64_t ga = g0; ga < g1; ga += GROUPS) {
-        int64_t gb = g1 - ga < GROUPS ? g1 : ga + GROUPS;
-        for (int64_t r = 0; r < m; r++) {
-            const char *xr = (const char *)x + (size_t)r * x_stride;
-            float *yr = y + (size_t)r * ldy;
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
+            int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
+            const char *xr = (const char *)x + (size_t)r0 * x_stride;
+            float *yr = y + (size_t)r0 * ldy + 8 * g;
             switch (t) {
-            case WK_TYPE_Q8_0: wk_group_row(WK_TYPE_Q8_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
-            case WK_TYPE_Q4_0: wk_group_row(WK_TYPE_Q4_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
-            case WK_TYPE_Q4_1: wk_group_row(WK_TYPE_Q4_1, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
-            case WK_TYPE_Q5_0: wk_group_row(WK_TYPE_Q5_0, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
-            default: wk_group_row(WK_TYPE_Q5_1, nb, blk_bytes, act_bytes, w, group_stride, xr, yr, ga, gb); break;
+            case WK_TYPE_Q8_0: wk_group_rows(WK_TYPE_Q8_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_0: wk_group_rows(WK_TYPE_Q4_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_1: wk_group_rows(WK_TYPE_Q4_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q5_0: wk_group_rows(WK_TYPE_Q5_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            default: wk_group_rows(WK_TYPE_Q5_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
             }
         }
     }
@@ -228,78 +241,94 @@ WK_INLINE __m256i wk_pairs16(const int16_t *v)
     return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
 }
 
-static void wk_q4_Kx8_row(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, float *y, bool pairs)
+/* Rows 0..nr-1 (at most WK_ROWS) of x against one Q4_Kx8 group; `pairs`: rows below
+ * n_pairs take the four-row order. */
+static void wk_q4_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, size_t xs_blocks,
+                           int64_t nr, int64_t n_pairs, float *y, size_t ldy)
 {
-    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    __m256 acc[WK_ROWS], accm[WK_ROWS];
+    for (int64_t r = 0; r < nr; r++) acc[r] = accm[r] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q4_K);
         int16_t sc[64], mn[64];
         wk_k4x8_decode(blk + 32, sc);
         wk_k4x8_decode(blk + 80, mn);
-        __m256i isum = _mm256_setzero_si256(), imin = _mm256_setzero_si256();
-        for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j.., nibbles of pair j/2 */
-            int p = j / 2;
-            __m256i p16 = _mm256_setzero_si256();
-            for (int s = 0; s < 8; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
-                __m256i q = (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-                p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q, wk_bcast4(x[b].qs + 32 * j + 4 * s)));
-            }
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, wk_pairs16(sc + 8 * j)));
-            int bs = x[b].bsums[2 * j] + x[b].bsums[2 * j + 1];
-            imin = _mm256_add_epi32(imin, _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(mn + 8 * j))),
-                                                             _mm256_set1_epi32(bs)));
-            if (j == 7 || (pairs && (j & 1))) {
-                __m256 dx = _mm256_set1_ps(x[b].d);
-                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wk_h8(blk), dx), acc);
-                accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(wk_h8(blk + 16), dx), accm);
-                isum = imin = _mm256_setzero_si256();
+        __m256 wd = wk_h8(blk), wdm = wk_h8(blk + 16);
+        for (int64_t r = 0; r < nr; r++) {
+            const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
+            bool pairs = r < n_pairs;
+            __m256i isum = _mm256_setzero_si256(), imin = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j.., nibbles of pair j/2 */
+                int p = j / 2;
+                __m256i p16 = _mm256_setzero_si256();
+                for (int s = 0; s < 8; s++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
+                    __m256i q = (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q, wk_bcast4(xb->qs + 32 * j + 4 * s)));
+                }
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, wk_pairs16(sc + 8 * j)));
+                int bs = xb->bsums[2 * j] + xb->bsums[2 * j + 1];
+                imin = _mm256_add_epi32(imin, _mm256_madd_epi16(wk_pairs16(mn + 8 * j), _mm256_set1_epi32(bs & 0xffff)));
+                if (j == 7 || (pairs && (j & 1))) {
+                    __m256 dx = _mm256_set1_ps(xb->d);
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, dx), acc[r]);
+                    accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(wdm, dx), accm[r]);
+                    isum = imin = _mm256_setzero_si256();
+                }
             }
         }
     }
-    _mm256_storeu_ps(y, _mm256_sub_ps(acc, accm));
+    for (int64_t r = 0; r < nr; r++) _mm256_storeu_ps(y + (size_t)r * ldy, _mm256_sub_ps(acc[r], accm[r]));
 }
 
-static void wk_q6_Kx8_row(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, float *y)
+static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, size_t xs_blocks,
+                           int64_t nr, float *y, size_t ldy)
 {
-    __m256 acc[8];
-    for (int l = 0; l < 8; l++) acc[l] = _mm256_setzero_ps();
+    __m256 acc[WK_ROWS][8];
+    for (int64_t r = 0; r < nr; r++)
+        for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q6_K);
         int16_t sc[128];
         for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
-        __m256i isum[8];
-        for (int l = 0; l < 8; l++) isum[l] = _mm256_setzero_si256();
-        for (int t = 0; t < 8; t++) {
-            __m256i s_lo = wk_pairs16(sc + 8 * (2 * t)), s_hi = wk_pairs16(sc + 8 * (2 * t + 1));
-            for (int l = 0; l < 8; l++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * (t / 2) + 32 * l));
-                __m256i lo = (t & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-                __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (t / 4) + 32 * l));
-                h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (t % 4)), m3);
-                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
-                __m256i xv = wk_bcast4(x[b].qs + 32 * t + 4 * l);
-                __m256i p16 = _mm256_maddubs_epi16(q, xv);
-                isum[l] = _mm256_add_epi32(isum[l], _mm256_madd_epi16(p16, l < 4 ? s_lo : s_hi));
+        __m256i sc32[16];
+        for (int g = 0; g < 16; g++) sc32[g] = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * g)));
+        __m256 wd = wk_h8(blk);
+        for (int64_t r = 0; r < nr; r++) {
+            const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
+            __m256i isum[8];
+            for (int l = 0; l < 8; l++) isum[l] = _mm256_setzero_si256();
+            for (int t = 0; t < 8; t++) {
+                __m256i s_lo = wk_pairs16(sc + 8 * (2 * t)), s_hi = wk_pairs16(sc + 8 * (2 * t + 1));
+                for (int l = 0; l < 8; l++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * (t / 2) + 32 * l));
+                    __m256i lo = (t & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (t / 4) + 32 * l));
+                    h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (t % 4)), m3);
+                    __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
+                    __m256i p16 = _mm256_maddubs_epi16(q, wk_bcast4(xb->qs + 32 * t + 4 * l));
+                    isum[l] = _mm256_add_epi32(isum[l], _mm256_madd_epi16(p16, l < 4 ? s_lo : s_hi));
+                }
             }
+            /* The codes' +32, taken off lane l for the whole of sub-block l: 32 * (scale *
+             * sum of x) over its two groups of 16. */
+            for (int l = 0; l < 8; l++) {
+                __m256i a = _mm256_mullo_epi32(sc32[2 * l], _mm256_set1_epi32(xb->bsums[2 * l]));
+                __m256i c = _mm256_mullo_epi32(sc32[2 * l + 1], _mm256_set1_epi32(xb->bsums[2 * l + 1]));
+                isum[l] = _mm256_sub_epi32(isum[l], _mm256_slli_epi32(_mm256_add_epi32(a, c), 5));
+            }
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(xb->d), wd);
+            for (int l = 0; l < 8; l++) acc[r][l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[l]), acc[r][l]);
         }
-        /* The codes' +32, taken off lane l for the whole of sub-block l: 32 * (scale * sum
-         * of x) over its two groups of 16. */
-        for (int l = 0; l < 8; l++) {
-            __m256i a = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * (2 * l)))),
-                                           _mm256_set1_epi32(x[b].bsums[2 * l]));
-            __m256i c = _mm256_mullo_epi32(_mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * (2 * l + 1)))),
-                                           _mm256_set1_epi32(x[b].bsums[2 * l + 1]));
-            isum[l] = _mm256_sub_epi32(isum[l], _mm256_slli_epi32(_mm256_add_epi32(a, c), 5));
-        }
-        __m256 d = _mm256_mul_ps(_mm256_set1_ps(x[b].d), wk_h8(blk));
-        for (int l = 0; l < 8; l++) acc[l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[l]), acc[l]);
     }
-    __m256 r = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                             _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-    _mm256_storeu_ps(y, r);
+    for (int64_t r = 0; r < nr; r++) {
+        __m256 *a = acc[r];
+        __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        _mm256_storeu_ps(y + (size_t)r * ldy, v);
+    }
 }
 
 void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
@@ -308,16 +337,16 @@ void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int
     int64_t nb = k / 256;
     size_t blk_bytes = t == WK_TYPE_Q4_K ? sizeof(wk_block_q4_K) : sizeof(wk_block_q6_K);
     size_t group_stride = (size_t)nb * 8 * blk_bytes;
-    enum { GROUPS = 2 };
-    for (int64_t ga = g0; ga < g1; ga += GROUPS) {
-        int64_t gb = g1 - ga < GROUPS ? g1 : ga + GROUPS;
-        for (int64_t r = 0; r < m; r++) {
-            const wk_block_q8_K *xr = (const wk_block_q8_K *)((const char *)x + (size_t)r * x_stride);
-            for (int64_t g = ga; g < gb; g++) {
-                const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
-                if (t == WK_TYPE_Q4_K) wk_q4_Kx8_row(nb, wg, xr, y + (size_t)r * ldy + 8 * g, r < (m & ~(int64_t)3));
-                else wk_q6_Kx8_row(nb, wg, xr, y + (size_t)r * ldy + 8 * g);
-            }
+    size_t xs_blocks = x_stride / sizeof(wk_block_q8_K);
+    int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
+            int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
+            const wk_block_q8_K *xr = (const wk_block_q8_K *)((const char *)x + (size_t)r0 * x_stride);
+            float *yr = y + (size_t)r0 * ldy + 8 * g;
+            if (t == WK_TYPE_Q4_K) wk_q4_Kx8_rows(nb, wg, xr, xs_blocks, nr, n_pairs - r0, yr, ldy);
+            else wk_q6_Kx8_rows(nb, wg, xr, xs_blocks, nr, yr, ldy);
         }
     }
 }
