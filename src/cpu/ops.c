@@ -1,6 +1,11 @@
 /* The CPU implementation of the model's operation table (src/model/backend.h).
- * Device memory is host memory; every operation runs on the calling thread except
- * attention, which spreads (row, head) pairs over the engine's threads when it pays. */
+ * Device memory is host memory; every operation runs on the calling thread except the
+ * matmuls and attention, which spread their work over the engine's threads.
+ *
+ * On an AVX2 machine the quantized form's matmuls, the attention, RoPE and the SiLU-gated
+ * product follow llama.cpp's CPU order of float operations (docs/model.md, "Rounding like
+ * llama.cpp"), so that the quantized form gives its numbers; elsewhere the generic
+ * kernels and the plain formulas below run. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -214,6 +219,8 @@ static wk_status cpu_attention(wk_engine *e, float *out, const float *q, const f
     attention_job j = {out, q, k_cache, v_cache, rows, pos0, n_heads, n_kv_heads, head_dim,
                        NULL, 0, 0};
     wk_cpu_engine *ce = (wk_cpu_engine *)e;
+    /* llama.cpp's order where its dot products have no scalar tail (head_dim % 32 == 0,
+     * which every Llama-family model has); the online softmax otherwise. */
     if (ce->isa >= WK_ISA_AVX2 && head_dim % 32 == 0) {
         int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
         j.scores_cap = (pos0 + rows + 7 + 15) & ~(int64_t)15;
@@ -314,7 +321,8 @@ static void exact_task(void *arg, int ith, int nth)
             else
                 wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
                                      (size_t)mm->n);
-        } else { /* rows after the last group keep the file's layout */
+        } else { /* rows after the last group keep the file's layout: the generic kernel
+                  * (llama.cpp's order too for the 32-element formats, not for Q4_K/Q6_K) */
             const wk_type_traits *tr = wk_traits(w->type);
             size_t row_bytes = (size_t)(mm->k / tr->block_size) * tr->block_bytes;
             int64_t r0 = j->n_groups[i] * 8;
