@@ -224,14 +224,23 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
  * lane l holding scale * code * x of elements 4l..4l+3 of every 32 (codes 0..63) less
  * 32 * scale * x summed over sub-block l, times (dx * d) by one fused multiply-add each. */
 
-/* The 64 scales or mins (index j*8 + c) of a Q4_Kx8 super-block, from their 48 bytes. */
+/* The 64 scales or mins (index j*8 + c) of a Q4_Kx8 super-block, from their 48 bytes:
+ * low 4 bits of v[t] and v[t+32] in A[t], high 2 bits of v[t], v[t+16], v[t+32], v[t+48]
+ * at bits 0, 2, 4, 6 of B[t] (src/cpu/repack.c). */
 static void wk_k4x8_decode(const uint8_t *in, int16_t out[64])
 {
-    for (int t = 0; t < 64; t++) {
-        int lo = t < 32 ? in[t] & 15 : in[t - 32] >> 4;
-        int hi = (in[32 + (t & 15)] >> (2 * (t >> 4))) & 3;
-        out[t] = (int16_t)(lo | (hi << 4));
-    }
+    const __m128i m4 = _mm_set1_epi8(0x0f), m2 = _mm_set1_epi8(3);
+    __m128i a0 = _mm_loadu_si128((const __m128i *)in), a1 = _mm_loadu_si128((const __m128i *)(in + 16));
+    __m128i b = _mm_loadu_si128((const __m128i *)(in + 32));
+    __m128i h[4];
+    for (int i = 0; i < 4; i++) h[i] = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(b, 2 * i), m2), 4);
+    __m128i v[4] = {
+        _mm_or_si128(_mm_and_si128(a0, m4), h[0]),                    /* v[0..15] */
+        _mm_or_si128(_mm_and_si128(a1, m4), h[1]),                    /* v[16..31] */
+        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a0, 4), m4), h[2]), /* v[32..47] */
+        _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a1, 4), m4), h[3]), /* v[48..63] */
+    };
+    for (int i = 0; i < 4; i++) _mm256_storeu_si256((__m256i *)(out + 16 * i), _mm256_cvtepu8_epi16(v[i]));
 }
 
 /* 16 lanes of int16: lanes 2c and 2c+1 = v[c], for madd against pair sums per column. */
