@@ -70,6 +70,13 @@ typedef struct wk_backend {
 
     /* y = x · Wᵀ: x is m × k f32, y is m × n (wk_qmatmul_forward on this engine). */
     wk_status (*matmul)(wk_engine *e, wk_qmatmul *mm, const float *x, int64_t m, float *y);
+
+    /* Optional (NULL: the forward calls matmul for each): y[i] = x · W[i]ᵀ for i < count
+     * (2 or 3) matmuls of the same input, all with the same k, as one piece of work (the
+     * CPU quantizes x once and runs them in one parallel dispatch). Results equal those of
+     * matmul. */
+    wk_status (*matmuls)(wk_engine *e, int count, wk_qmatmul *const *mm, const float *x,
+                         int64_t m, float *const *y);
 } wk_backend;
 
 /* The CPU table (src/cpu/ops.c). */

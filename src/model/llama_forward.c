@@ -6,6 +6,18 @@
 #include "core/error.h"
 #include "model/llama.h"
 
+/* Several matmuls of one input: as one piece of work where the device offers it. */
+static wk_status matmuls(const wk_backend *be, wk_engine *e, int count, wk_qmatmul *const *mm,
+                         const float *x, int64_t n, float *const *y)
+{
+    if (be->matmuls) return be->matmuls(e, count, mm, x, n, y);
+    for (int i = 0; i < count; i++) {
+        wk_status st = be->matmul(e, mm[i], x, n, y[i]);
+        if (st != WK_OK) return st;
+    }
+    return WK_OK;
+}
+
 /* One batch of at most max_batch tokens at positions pos .. pos+n-1; the hidden states
  * of the rows that want logits end up in logits. */
 static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
@@ -35,9 +47,11 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
 
         /* Attention: normalize, project to q and to this batch's cache rows of k and v. */
         RUN(be->rmsnorm(e, s->xb, s->x, l->attn_norm, n, dim, h->rms_eps));
-        RUN(be->matmul(e, l->wq, s->xb, n, s->q));
-        RUN(be->matmul(e, l->wk, s->xb, n, k_new));
-        RUN(be->matmul(e, l->wv, s->xb, n, v_new));
+        {
+            wk_qmatmul *const mm[3] = {l->wq, l->wk, l->wv};
+            float *const y[3] = {s->q, k_new, v_new};
+            RUN(matmuls(be, e, 3, mm, s->xb, n, y));
+        }
         /* Rotate queries and keys by their positions. */
         RUN(be->rope(e, s->q, n, h->n_heads, h->head_dim, h->n_rot, pos, h->rope_base));
         RUN(be->rope(e, k_new, n, h->n_kv_heads, h->head_dim, h->n_rot, pos, h->rope_base));
@@ -50,8 +64,11 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
 
         /* MLP: normalize, down(silu(gate(x)) * up(x)), added to the residual stream. */
         RUN(be->rmsnorm(e, s->xb, s->x, l->ffn_norm, n, dim, h->rms_eps));
-        RUN(be->matmul(e, l->w_gate, s->xb, n, s->hb));
-        RUN(be->matmul(e, l->w_up, s->xb, n, s->hb2));
+        {
+            wk_qmatmul *const mm[2] = {l->w_gate, l->w_up};
+            float *const y[2] = {s->hb, s->hb2};
+            RUN(matmuls(be, e, 2, mm, s->xb, n, y));
+        }
         RUN(be->silu_mul(e, s->hb, s->hb2, n * ff));
         RUN(be->matmul(e, l->w_down, s->hb, n, s->xb));
         RUN(be->add(e, s->x, s->xb, n * dim));

@@ -3,9 +3,11 @@
 with llama-cpp-python on the same GGUF files):
 
 - the prompt's token ids are llama.cpp's;
-- first-step logits (quantized form) within LOGITS_BOUND of llama.cpp's at its top 100
-  tokens, and the same top token unless llama.cpp's first two are a near-tie;
-- greedy continuations of 32 tokens equal llama.cpp's, or part at a near-tie: a step where
+- first-step logits (quantized form) within a bound of llama.cpp's at its top 100 tokens
+  (equal on an AVX2 machine for Q4_1 and Q8_0; see EXACT_BOUND), and the same top token
+  unless llama.cpp's first two are a near-tie;
+- greedy continuations of 32 tokens equal llama.cpp's on at least 10 of the 12 prompts of
+  each file (on an AVX2 machine), and elsewhere part only at a near-tie: a step where
   llama.cpp's own first and second logits are closer than NEAR_TIE (rounding of the
   quantized activations can then turn either way; wick's f32 and precise forms, which do
   not round activations, pick the other token at such steps as often as not);
@@ -30,14 +32,37 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from wick_model_ctypes import Lib, Model  # noqa: E402
 
-# Largest |wick - llama.cpp| over the top-100 first-step logits, measured on every fixture
-# prompt (see docs/model.md): Q4_1 0.68, Q8_0 0.54, Q4_K_M 0.83. Both quantize activations to 8 bits the same way;
-# what remains are last-bit differences of exp (SiLU, softmax) and summation order, which
-# flip roundings of later activations. With F32 weights the two agree within 3e-5.
+# On an x86-64 machine with AVX2 and FMA, wick's quantized form follows llama.cpp's CPU
+# rounding (activations quantized as it does at run time, its kernels' order of float
+# operations, its exp, RoPE and attention orders), so the first-step logits are llama.cpp's
+# bit for bit on Q4_1 and Q8_0 files. On the Q4_K_M file they are too for prompts under 8
+# tokens; from 8 tokens on llama.cpp runs Q6_K through another path whose order wick does
+# not reproduce, and the last-bit differences grow to 0.74 (measured on these fixtures).
+# Elsewhere (no AVX2, or WICK_CPU_ISA=scalar) both still quantize activations to 8 bits but
+# round differently: 1.0 bounds the measured 0.55-0.85. (The fixtures keep 5 decimals, so
+# "equal" reads as within 1e-5.)
+EXACT_BOUND = {"SmolLM2-135M-Instruct.Q4_1.gguf": 1e-5, "SmolLM2-135M-Instruct.Q8_0.gguf": 1e-5,
+               "SmolLM2-135M-Instruct.Q4_K_M.gguf": 0.8}
 LOGITS_BOUND = 1.0
+# Greedy continuations equal to llama.cpp's on at least this many of the 12 prompts per
+# file (measured with the llama.cpp-order path: Q4_1 12, Q8_0 12, Q4_K_M 10).
+MIN_GREEDY_EQUAL = 10
 # Where greedy continuations parted, llama.cpp's margin between its first two logits was at
 # most 0.22 (measured on the three files: Q4_1 0.004-0.09, Q8_0 0.017-0.217, Q4_K_M 0.03-0.17).
 NEAR_TIE = 0.25
+
+
+def llama_order_path():
+    """Does this machine run the llama.cpp-order kernels (AVX2 and FMA, ISA not lowered)?"""
+    if os.environ.get("WICK_CPU_ISA", "") == "scalar":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
 
 SRC = os.environ.get("WICK_SOURCE_DIR", ".")
 LIB = os.environ.get("WICK_LIB", os.path.join(SRC, "build/libwick.so"))
@@ -83,6 +108,8 @@ def model_for(doc, tmp):
 
 def check_fixture(lib, path, doc):
     worst, top_ok, exact, near_tie, parted = 0.0, 0, 0, 0, []
+    strict = llama_order_path()
+    bound = EXACT_BOUND.get(doc["model"], LOGITS_BOUND) if strict else LOGITS_BOUND
     with Model(lib, path, form="quantized", threads=2) as m:
         for c in doc["cases"]:
             name = f"{doc['model']} {c['text'][:30]!r}"
@@ -92,7 +119,7 @@ def check_fixture(lib, path, doc):
             top = np.array(c["top"])
             diff = float(np.abs(logits[top[:, 0].astype(int)] - top[:, 1]).max())
             worst = max(worst, diff)
-            check(diff < LOGITS_BOUND, f"{name}: logits differ by {diff:.4f} >= {LOGITS_BOUND}")
+            check(diff <= bound, f"{name}: logits differ by {diff:.4f} > {bound}")
             agree = int(np.argmax(logits)) == int(top[0, 0])
             top_ok += agree
             check(agree or c["gaps"][0] < NEAR_TIE,
@@ -110,7 +137,10 @@ def check_fixture(lib, path, doc):
             check(gap < NEAR_TIE,
                   f"{name}: greedy parts at step {i} where llama.cpp's margin is {gap} "
                   f"(wick {got[i:i+4]}, llama.cpp {c['greedy'][i:i+4]})")
-    print(f"{doc['model']}: logits max diff {worst:.4f} (bound {LOGITS_BOUND}), top token equal "
+    if strict:
+        check(exact >= MIN_GREEDY_EQUAL,
+              f"{doc['model']}: greedy equal on {exact} prompts, fewer than {MIN_GREEDY_EQUAL}")
+    print(f"{doc['model']}: logits max diff {worst:.4f} (bound {bound}), top token equal "
           f"{top_ok}/{len(doc['cases'])}, greedy equal {exact}/{len(doc['cases'])}, "
           f"parted at a near-tie {near_tie} (step:llama.cpp margin {' '.join(parted)})")
 

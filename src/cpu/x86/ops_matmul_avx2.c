@@ -1,0 +1,352 @@
+/* AVX2 matmul pieces of the model's quantized form for the 32-element formats (Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q8_0): the activation quantizers and the kernels of the repacked
+ * 8-column groups (layouts in src/cpu/repack.h), in llama.cpp's rounding.
+ *
+ * Activations: per block of 32, d = amax / 127, codes round(x * (127 / amax)) to nearest
+ * even (not the file quantizer's x * (1 / d) rounded half away from zero: the two differ
+ * in a few codes per row), and for Q8_1 s = d * sum(codes), both stored as halves.
+ *
+ * Dot products: for each output, 8 float lanes; lane l takes the exact integer sum of
+ * elements 4l..4l+3 of each block, times (dw * dx) added by one fused multiply-add, block
+ * after block; then ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), plus, with a min, the sum of
+ * m * s over the blocks. Here the 8 lanes of one output are 8 registers each holding that
+ * lane for the group's 8 outputs, so the same float operations happen in the same order. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "cpu/ops_internal.h"
+#include "quant/blocks.h"
+
+#define WK_INLINE static inline __attribute__((always_inline))
+
+/* Codes of one block of 32: amax, d and the rounded codes. */
+WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
+{
+    __m256 v[4], sign = _mm256_set1_ps(-0.0f);
+    __m256 mx = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    float amax = _mm_cvtss_f32(m4);
+    *d_out = amax / 127.0f;
+    __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    /* Pack 32-bit to bytes; the packs interleave 128-bit halves, the permute restores order. */
+    __m256i a = _mm256_packs_epi32(q[0], q[1]), b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i c = _mm256_packs_epi16(a, b);
+    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void wk_avx2_act_q8_0(const float *x, void *vy, int64_t k)
+{
+    wk_block_q8_0 *y = vy;
+    for (int64_t b = 0; b < k / 32; b++) {
+        float d;
+        __m256i q = wk_q8_codes(x + 32 * b, &d);
+        y[b].d = wk_float_to_half(d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+    }
+}
+
+void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
+{
+    wk_block_q8_1 *y = vy;
+    for (int64_t b = 0; b < k / 32; b++) {
+        float d;
+        __m256i q = wk_q8_codes(x + 32 * b, &d);
+        _mm256_storeu_si256((__m256i *)y[b].qs, q);
+        /* sum of the codes: pairs of bytes, then 32-bit lanes, then across */
+        __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q);
+        __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+        __m128i t = _mm_add_epi32(_mm256_extracti128_si256(s32, 1), _mm256_castsi256_si128(s32));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+        int sum = _mm_cvtsi128_si32(t);
+        y[b].d = wk_float_to_half(d);
+        y[b].s = wk_float_to_half(d * (float)sum);
+    }
+}
+
+WK_INLINE __m256i wk_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
+WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
+{
+    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* One block of a group, decoded once for every activation row: the weights of lane l as
+ * bytes ready for _mm256_maddubs_epi16 (w[l]: unsigned codes, or the absolute values of
+ * signed ones) and, for signed formats, the signs to move onto the activation (sg[l]). */
+WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m256i sg[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    if (t == WK_TYPE_Q8_0) {
+        for (int s = 0; s < 8; s++) {
+            sg[s] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+        }
+        return;
+    }
+    int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
+    int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
+    bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
+    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    __m256i plane = q5 ? _mm256_loadu_si256((const __m256i *)(blk + poff)) : _mm256_setzero_si256();
+    for (int s = 0; s < 4; s++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + qoff + 32 * s));
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, wk_plane_bit4(plane, 2 * s));
+            hi = _mm256_or_si256(hi, wk_plane_bit4(plane, 2 * s + 1));
+        }
+        if (has_min) {
+            w[s] = lo;
+            w[4 + s] = hi;
+        } else {
+            __m256i off = _mm256_set1_epi8(q5 ? 16 : 8);
+            sg[s] = _mm256_sub_epi8(lo, off);
+            sg[4 + s] = _mm256_sub_epi8(hi, off);
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+            w[4 + s] = _mm256_sign_epi8(sg[4 + s], sg[4 + s]);
+        }
+    }
+}
+
+/* Activation byte offset of lane l within a block: elements 4l..4l+3 (Q8_0 weights), or
+ * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
+WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
+
+enum { WK_ROWS = 8 }; /* activation rows per pass over a group's weights */
+
+/* Rows r0..r1 (at most WK_ROWS) against group g: y[r*ldy + 8g + c]. */
+WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act_bytes, const uint8_t *wg,
+                             const char *x, size_t x_stride, int64_t nr, float *y, size_t ldy)
+{
+    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    bool sgn = !has_min;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[WK_ROWS][8], summs[WK_ROWS];
+    for (int64_t r = 0; r < nr; r++) {
+        summs[r] = _mm256_setzero_ps();
+        for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
+        _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
+        _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
+        __m256i w[8], sg[8];
+        wk_decode_block(t, blk, w, sg);
+        __m256 wd = wk_h8(blk);
+        __m256 wm = has_min ? wk_h8(blk + 16) : _mm256_setzero_ps();
+        for (int64_t r = 0; r < nr; r++) {
+            const char *xb = x + (size_t)r * x_stride + (size_t)b * act_bytes;
+            uint16_t xd_h;
+            memcpy(&xd_h, xb, 2);
+            const int8_t *xq = (const int8_t *)(xb + act_bytes - 32);
+            __m256 dd = _mm256_mul_ps(wd, _mm256_set1_ps(wk_half_to_float(xd_h)));
+            for (int l = 0; l < 8; l++) {
+                __m256i xv = wk_bcast4(xq + wk_lane_off(t, l));
+                if (sgn) xv = _mm256_sign_epi8(xv, sg[l]);
+                __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w[l], xv), ones);
+                acc[r][l] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(p), acc[r][l]);
+            }
+            if (has_min) {
+                uint16_t s_h;
+                memcpy(&s_h, xb + 2, 2);
+                summs[r] = _mm256_add_ps(summs[r], _mm256_mul_ps(wm, _mm256_set1_ps(wk_half_to_float(s_h))));
+            }
+        }
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        __m256 *a = acc[r];
+        __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        if (has_min) v = _mm256_add_ps(v, summs[r]);
+        _mm256_storeu_ps(y + (size_t)r * ldy, v);
+    }
+}
+
+/* y[r*ldy + 8g + c] for rows r < m and groups g0 <= g < g1 of a repacked weight of type t
+ * (k elements per row); x: m rows of activation blocks, x_stride bytes apart. */
+void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                          size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    int64_t nb = k / 32;
+    size_t blk_bytes = t == WK_TYPE_Q8_0 ? sizeof(wk_block_q8_0)
+                       : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
+                       : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
+                       : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
+                                           : sizeof(wk_block_q5_1);
+    size_t act_bytes = (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    size_t group_stride = (size_t)nb * 8 * blk_bytes;
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
+            int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
+            const char *xr = (const char *)x + (size_t)r0 * x_stride;
+            float *yr = y + (size_t)r0 * ldy + 8 * g;
+            switch (t) {
+            case WK_TYPE_Q8_0: wk_group_rows(WK_TYPE_Q8_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_0: wk_group_rows(WK_TYPE_Q4_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_1: wk_group_rows(WK_TYPE_Q4_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q5_0: wk_group_rows(WK_TYPE_Q5_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            default: wk_group_rows(WK_TYPE_Q5_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            }
+        }
+    }
+}
+
+/* ---- K formats ----------------------------------------------------------------------
+ * Q4_K, as llama.cpp's 8-column kernels add: per output an exact integer sum of
+ * scale * (codes · x) and one of min * (sums of x), each added by a fused multiply-add
+ * with (d * dx) and (dmin * dx), once per super-block for a single row (its gemv) and once
+ * per pair of sub-blocks for rows taken four at a time (its gemm: the leading m - m % 4
+ * rows of a batch); the result is their difference.
+ * Q6_K, as its one-output kernel adds: 8 lanes of exact integer sums over the super-block,
+ * lane l holding scale * code * x of elements 4l..4l+3 of every 32 (codes 0..63) less
+ * 32 * scale * x summed over sub-block l, times (dx * d) by one fused multiply-add each. */
+
+/* The 64 scales or mins (index j*8 + c) of a Q4_Kx8 super-block, from their 48 bytes. */
+static void wk_k4x8_decode(const uint8_t *in, int16_t out[64])
+{
+    for (int t = 0; t < 64; t++) {
+        int lo = t < 32 ? in[t] & 15 : in[t - 32] >> 4;
+        int hi = (in[32 + (t & 15)] >> (2 * (t >> 4))) & 3;
+        out[t] = (int16_t)(lo | (hi << 4));
+    }
+}
+
+/* 16 lanes of int16: lanes 2c and 2c+1 = v[c], for madd against pair sums per column. */
+WK_INLINE __m256i wk_pairs16(const int16_t *v)
+{
+    __m128i w = _mm_loadu_si128((const __m128i *)v);
+    return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+}
+
+/* Rows 0..nr-1 (at most WK_ROWS) of x against one Q4_Kx8 group; `pairs`: rows below
+ * n_pairs take the four-row order. */
+static void wk_q4_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, size_t xs_blocks,
+                           int64_t nr, int64_t n_pairs, float *y, size_t ldy)
+{
+    __m256 acc[WK_ROWS], accm[WK_ROWS];
+    for (int64_t r = 0; r < nr; r++) acc[r] = accm[r] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q4_K);
+        int16_t sc[64], mn[64];
+        wk_k4x8_decode(blk + 32, sc);
+        wk_k4x8_decode(blk + 80, mn);
+        __m256 wd = wk_h8(blk), wdm = wk_h8(blk + 16);
+        for (int64_t r = 0; r < nr; r++) {
+            const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
+            bool pairs = r < n_pairs;
+            __m256i isum = _mm256_setzero_si256(), imin = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) { /* sub-block j: elements 32j.., nibbles of pair j/2 */
+                int p = j / 2;
+                __m256i p16 = _mm256_setzero_si256();
+                for (int s = 0; s < 8; s++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
+                    __m256i q = (j & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(q, wk_bcast4(xb->qs + 32 * j + 4 * s)));
+                }
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16, wk_pairs16(sc + 8 * j)));
+                int bs = xb->bsums[2 * j] + xb->bsums[2 * j + 1];
+                imin = _mm256_add_epi32(imin, _mm256_madd_epi16(wk_pairs16(mn + 8 * j), _mm256_set1_epi32(bs & 0xffff)));
+                if (j == 7 || (pairs && (j & 1))) {
+                    __m256 dx = _mm256_set1_ps(xb->d);
+                    acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, dx), acc[r]);
+                    accm[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(imin), _mm256_mul_ps(wdm, dx), accm[r]);
+                    isum = imin = _mm256_setzero_si256();
+                }
+            }
+        }
+    }
+    for (int64_t r = 0; r < nr; r++) _mm256_storeu_ps(y + (size_t)r * ldy, _mm256_sub_ps(acc[r], accm[r]));
+}
+
+static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x, size_t xs_blocks,
+                           int64_t nr, float *y, size_t ldy)
+{
+    __m256 acc[WK_ROWS][8];
+    for (int64_t r = 0; r < nr; r++)
+        for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q6_K);
+        int16_t sc[128];
+        for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
+        __m256i sc32[16];
+        for (int g = 0; g < 16; g++) sc32[g] = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * g)));
+        __m256 wd = wk_h8(blk);
+        for (int64_t r = 0; r < nr; r++) {
+            const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
+            __m256i isum[8];
+            for (int l = 0; l < 8; l++) isum[l] = _mm256_setzero_si256();
+            for (int t = 0; t < 8; t++) {
+                __m256i s_lo = wk_pairs16(sc + 8 * (2 * t)), s_hi = wk_pairs16(sc + 8 * (2 * t + 1));
+                for (int l = 0; l < 8; l++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * (t / 2) + 32 * l));
+                    __m256i lo = (t & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
+                    __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (t / 4) + 32 * l));
+                    h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (t % 4)), m3);
+                    __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
+                    __m256i p16 = _mm256_maddubs_epi16(q, wk_bcast4(xb->qs + 32 * t + 4 * l));
+                    isum[l] = _mm256_add_epi32(isum[l], _mm256_madd_epi16(p16, l < 4 ? s_lo : s_hi));
+                }
+            }
+            /* The codes' +32, taken off lane l for the whole of sub-block l: 32 * (scale *
+             * sum of x) over its two groups of 16. */
+            for (int l = 0; l < 8; l++) {
+                __m256i a = _mm256_mullo_epi32(sc32[2 * l], _mm256_set1_epi32(xb->bsums[2 * l]));
+                __m256i c = _mm256_mullo_epi32(sc32[2 * l + 1], _mm256_set1_epi32(xb->bsums[2 * l + 1]));
+                isum[l] = _mm256_sub_epi32(isum[l], _mm256_slli_epi32(_mm256_add_epi32(a, c), 5));
+            }
+            __m256 d = _mm256_mul_ps(_mm256_set1_ps(xb->d), wd);
+            for (int l = 0; l < 8; l++) acc[r][l] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[l]), acc[r][l]);
+        }
+    }
+    for (int64_t r = 0; r < nr; r++) {
+        __m256 *a = acc[r];
+        __m256 v = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                 _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+        _mm256_storeu_ps(y + (size_t)r * ldy, v);
+    }
+}
+
+void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                            size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    size_t blk_bytes = t == WK_TYPE_Q4_K ? sizeof(wk_block_q4_K) : sizeof(wk_block_q6_K);
+    size_t group_stride = (size_t)nb * 8 * blk_bytes;
+    size_t xs_blocks = x_stride / sizeof(wk_block_q8_K);
+    int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
+    for (int64_t g = g0; g < g1; g++) {
+        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
+            int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
+            const wk_block_q8_K *xr = (const wk_block_q8_K *)((const char *)x + (size_t)r0 * x_stride);
+            float *yr = y + (size_t)r0 * ldy + 8 * g;
+            if (t == WK_TYPE_Q4_K) wk_q4_Kx8_rows(nb, wg, xr, xs_blocks, nr, n_pairs - r0, yr, ldy);
+            else wk_q6_Kx8_rows(nb, wg, xr, xs_blocks, nr, yr, ldy);
+        }
+    }
+}
