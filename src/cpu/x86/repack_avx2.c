@@ -70,7 +70,7 @@ WK_Q8_0X8_TILE(2)
 WK_Q8_0X8_TILE(3)
 WK_Q8_0X8_TILE(4)
 
-static void wk_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
@@ -143,7 +143,7 @@ WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
     return (int16_t)_mm_cvtsi128_si32(s);
 }
 
-static void wk_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
@@ -257,7 +257,7 @@ WK_Q4_KX8_TILE(2)
 WK_Q4_KX8_TILE(3)
 WK_Q4_KX8_TILE(4)
 
-static void wk_packed_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
@@ -372,19 +372,19 @@ static void wk_packed_legacy(wk_leg_tile_fn const tiles[4], bool sums, size_t xb
     }
 }
 
-static void wk_packed_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q4_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-static void wk_packed_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q5_0x8, true, sizeof(wk_block_q8_0), 2, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-static void wk_packed_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q5_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
@@ -472,117 +472,11 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
 WK_Q6_KX8_TILE(1)
 WK_Q6_KX8_TILE(2)
 
-/* Many rows: a super-block of 8 columns is decoded once into L1 (codes, scale vectors),
- * then every tile of up to 4 rows of the row block reads it with one load per step, so
- * the decoding is paid once per 64 rows instead of once per 2. The integer sums and the
- * float steps are those of the tiles above: the results are the same bits. */
-typedef struct {
-    __m256i q[64];  /* step S: byte 4c + i = code (0..63) of element 4S + i of column c */
-    __m256i sc[16]; /* scale of group g (16 elements), twice per column, int16 */
-    __m256i scp[8]; /* scales of groups 2q and 2q + 1 of each column, int16 pairs */
-} wk_q6_K_dec;
-
-WK_INLINE void wk_q6_Kx8_decode(const uint8_t *blk, wk_q6_K_dec *d)
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    for (int p = 0; p < 4; p++) {
-        const int sh = 4 * (p & 1);
-        for (int s = 0; s < 8; s++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s));
-            __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);
-            __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);
-            d->q[16 * p + s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(lo_h, m30));
-            d->q[16 * p + 8 + s] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-                                                   _mm256_and_si256(hi_h, m30));
-        }
-    }
-    const uint8_t *scb = blk + 16;
-    const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    for (int g = 0; g < 16; g++)
-        d->sc[g] = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(scb + 8 * g)), dup));
-    for (int q = 0; q < 8; q++)
-        d->scp[q] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(scb + 16 * q)),
-                                                           _mm_loadl_epi64((const __m128i *)(scb + 16 * q + 8))));
-}
-
-/* R rows of x (super-block b) against a decoded super-block; acc: R x 8 floats. */
-WK_INLINE void wk_q6_Kx8_dec_rows(const int R, const wk_q6_K_dec *d, __m256 wd, const char *x,
-                                  size_t xs, int64_t b, float *acc)
-{
-    const wk_block_q8_K *xb[4];
-    __m256i isum[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        isum[r] = _mm256_setzero_si256();
-    }
-    for (int g = 0; g < 16; g++)
-        for (int h = 0; h < 2; h++) {
-            const int S = 4 * g + 2 * h;
-            __m256i w0 = _mm256_load_si256(&d->q[S]), w1 = _mm256_load_si256(&d->q[S + 1]);
-            for (int r = 0; r < R; r++) {
-                __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(w0, wk_bcast4(xb[r]->qs + 4 * S)),
-                                             _mm256_maddubs_epi16(w1, wk_bcast4(xb[r]->qs + 4 * S + 4)));
-                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, _mm256_load_si256(&d->sc[g])));
-            }
-        }
-    for (int r = 0; r < R; r++) {
-        __m256i corr = _mm256_setzero_si256();
-        for (int q = 0; q < 8; q++)
-            corr = _mm256_add_epi32(corr, _mm256_madd_epi16(_mm256_load_si256(&d->scp[q]),
-                                                            wk_bcast4((const int8_t *)&xb[r]->bsums[2 * q])));
-        __m256i v = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(corr, 5));
-        __m256 a = _mm256_loadu_ps(acc + 8 * r);
-        a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), a);
-        _mm256_storeu_ps(acc + 8 * r, a);
-    }
-}
-
-#define WK_DEC_ROWS 64
-#ifndef WK_Q6_K_DEC_MIN_ROWS
-#define WK_Q6_K_DEC_MIN_ROWS 3
-#endif /* rows served by one decoded super-block */
-
-static void wk_packed_q6_K_dec(int64_t k, int64_t nr, int64_t nc, const uint8_t *w, size_t ws,
-                               const char *x, size_t xs, float *y, size_t ldy)
-{
-    int64_t nb = k / 256;
-    wk_q6_K_dec d;
-    float acc[WK_DEC_ROWS * 8];
-    for (int64_t r0 = 0; r0 < nr; r0 += WK_DEC_ROWS) {
-        int64_t rb = nr - r0 < WK_DEC_ROWS ? nr - r0 : WK_DEC_ROWS;
-        const char *xr = x + r0 * xs;
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = w + g * 8 * ws;
-            memset(acc, 0, sizeof(float) * 8 * (size_t)rb);
-            for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *blk = wg + b * 8 * sizeof(wk_block_q6_K);
-                wk_prefetch_block(blk, 8 * sizeof(wk_block_q6_K));
-                wk_q6_Kx8_decode(blk, &d);
-                __m256 wd = wk_load_f16x8(blk);
-                int64_t r = 0;
-                for (; r + 4 <= rb; r += 4) wk_q6_Kx8_dec_rows(4, &d, wd, xr + r * xs, xs, b, acc + 8 * r);
-                switch (rb - r) {
-                case 1: wk_q6_Kx8_dec_rows(1, &d, wd, xr + r * xs, xs, b, acc + 8 * r); break;
-                case 2: wk_q6_Kx8_dec_rows(2, &d, wd, xr + r * xs, xs, b, acc + 8 * r); break;
-                case 3: wk_q6_Kx8_dec_rows(3, &d, wd, xr + r * xs, xs, b, acc + 8 * r); break;
-                default: break;
-                }
-            }
-            for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + 8 * r, 8 * sizeof(float));
-        }
-    }
-}
-
 /* Row tiles of 2: with 4 rows the 16-bit and 32-bit sums no longer fit in registers. */
-static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    if (nr >= WK_Q6_K_DEC_MIN_ROWS) {
-        wk_packed_q6_K_dec(k, nr, nc, w, ws, x, xs, y, ldy);
-        return;
-    }
     for (int64_t r0 = 0; r0 < nr; r0 += 2) {
         int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
@@ -692,7 +586,7 @@ WK_Q2_KX8_TILE(2)
 WK_Q2_KX8_TILE(3)
 WK_Q2_KX8_TILE(4)
 
-static void wk_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
@@ -712,6 +606,29 @@ static void wk_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
     }
 }
 
+
+/* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
+wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
+
+/* From this many rows the weights are decoded once per 64-row block instead of once per
+ * tile (both paths give the same bits). */
+#define WK_ROWS_MIN 3
+
+#define WK_PACKED_FN(T, TYPE)                                                                          \
+    static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
+                              const void *x, size_t xs, float *y, size_t ldy)                      \
+    {                                                                                              \
+        if (nr >= WK_ROWS_MIN) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);           \
+        else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
+    }
+WK_PACKED_FN(q8_0, WK_TYPE_Q8_0)
+WK_PACKED_FN(q4_0, WK_TYPE_Q4_0)
+WK_PACKED_FN(q4_K, WK_TYPE_Q4_K)
+WK_PACKED_FN(q4_1, WK_TYPE_Q4_1)
+WK_PACKED_FN(q5_0, WK_TYPE_Q5_0)
+WK_PACKED_FN(q5_1, WK_TYPE_Q5_1)
+WK_PACKED_FN(q6_K, WK_TYPE_Q6_K)
+WK_PACKED_FN(q2_K, WK_TYPE_Q2_K)
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
 {
