@@ -108,7 +108,9 @@ static void test_isa(wk_isa isa)
 }
 
 /* Repacked layouts: the repacked kernel on rearranged rows equals the scalar kernel on
- * the rows as in the file. */
+ * the rows as in the file; and a tile of rows gives the same bits as the rows one at a
+ * time (few rows and many rows take different kernels, which must agree exactly). k of
+ * 11 blocks leaves a partial unit of 8 blocks for the many-row kernels. */
 static void test_repacked(wk_isa isa)
 {
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
@@ -119,8 +121,8 @@ static void test_repacked(wk_isa isa)
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         CHECK_MSG(packed != NULL, "%s has no repacked kernel for %s", tr->name, wk_isa_name(isa));
         if (!packed) continue;
-        const int64_t ks[] = {tr->block_size, 4 * tr->block_size};
-        for (int ki = 0; ki < 2; ki++) {
+        const int64_t ks[] = {tr->block_size, 4 * tr->block_size, 11 * tr->block_size};
+        for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
             size_t ws = 0, xs = 0;
             CHECK_OK(wk_type_row_bytes(t, k, &ws));
@@ -143,8 +145,14 @@ static void test_repacked(wk_isa isa)
             for (int64_t nr = 1; nr <= MAXR; nr++)
                 for (int64_t nc = 8; nc <= 16; nc += 8) {
                     float ys[MAXR * MAXC], yr[MAXR * MAXC];
+                    float y1[MAXR * MAXC];
                     packed(k, nr, nc, wp, ws, xq, xs, ys, MAXC);
                     s->gemm_q(k, nr, nc, w, ws, xq, xs, yr, MAXC);
+                    for (int64_t r = 0; r < nr; r++) packed(k, 1, nc, wp, ws, xq + r * xs, xs, y1 + r * MAXC, MAXC);
+                    for (int64_t r = 0; r < nr; r++)
+                        CHECK_MSG(memcmp(ys + r * MAXC, y1 + r * MAXC, sizeof(float) * (size_t)nc) == 0,
+                                  "repacked %s k=%lld: %lld rows at once differ from one row at a time (row %lld)",
+                                  tr->name, (long long)k, (long long)nr, (long long)r);
                     for (int64_t r = 0; r < nr; r++)
                         for (int64_t c = 0; c < nc; c++) {
                             double mag = 0;

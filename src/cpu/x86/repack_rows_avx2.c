@@ -251,6 +251,30 @@ WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_un
         memcpy(a->bp, b->bsums, sizeof b->bsums);
         return;
     }
+    if ((kind == WK_K_Q4_0 || kind == WK_K_Q5_0) && nbu == 8) {
+        /* the 8 block sums at once: pair sums, then a tree of horizontal adds */
+        const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+        __m256i v[8];
+        for (int j = 0; j < 8; j++) {
+            const wk_block_q8_0 *b = (const wk_block_q8_0 *)xb + j;
+            v[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, _mm256_loadu_si256((const __m256i *)b->qs)), one16);
+        }
+        __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+        __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+        __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+        _mm256_storeu_si256((__m256i *)a->off, _mm256_slli_epi32(sums, kind == WK_K_Q4_0 ? 3 : 4));
+        __m128i d = _mm_setzero_si128();
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[0].d, 0);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[1].d, 1);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[2].d, 2);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[3].d, 3);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[4].d, 4);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[5].d, 5);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[6].d, 6);
+        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[7].d, 7);
+        _mm256_storeu_ps(a->d, _mm256_cvtph_ps(d));
+        return;
+    }
     for (int j = 0; j < nbu; j++) {
         if (kind == WK_K_Q4_1 || kind == WK_K_Q5_1) {
             const wk_block_q8_1 *b = (const wk_block_q8_1 *)xb + j;
