@@ -611,24 +611,24 @@ static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
 
 /* From this many rows the weights are decoded once per 64-row block instead of once per
- * tile (both paths give the same bits). */
-#define WK_ROWS_MIN 3
-
-#define WK_PACKED_FN(T, TYPE)                                                                          \
+ * tile (both paths give the same bits): measured, 2 rows for the K types (their decoding
+ * is the larger part), 3 for the others. */
+#define WK_PACKED_FN(T, TYPE, MIN_ROWS)                                                            \
     static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
                               const void *x, size_t xs, float *y, size_t ldy)                      \
     {                                                                                              \
-        if (nr >= WK_ROWS_MIN) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);           \
+        if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
         else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
     }
-WK_PACKED_FN(q8_0, WK_TYPE_Q8_0)
-WK_PACKED_FN(q4_0, WK_TYPE_Q4_0)
-WK_PACKED_FN(q4_K, WK_TYPE_Q4_K)
-WK_PACKED_FN(q4_1, WK_TYPE_Q4_1)
-WK_PACKED_FN(q5_0, WK_TYPE_Q5_0)
-WK_PACKED_FN(q5_1, WK_TYPE_Q5_1)
-WK_PACKED_FN(q6_K, WK_TYPE_Q6_K)
-WK_PACKED_FN(q2_K, WK_TYPE_Q2_K)
+WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, 3)
+WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, 3)
+WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, 2)
+WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, 3)
+WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, 3)
+WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, 3)
+WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, 2)
+WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, 2)
+
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
 {
