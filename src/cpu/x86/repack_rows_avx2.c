@@ -25,7 +25,9 @@
 
 #define WK_INLINE static inline __attribute__((always_inline))
 
+#ifndef WK_ROWS_BLOCK
 #define WK_ROWS_BLOCK 64 /* rows served by one decoded unit */
+#endif
 #define WK_UNIT_STEPS 64 /* steps of 4 elements in a unit (256 elements) */
 #ifndef WK_BATCH_COLS
 #define WK_BATCH_COLS 32 /* columns accumulated together (a multiple of 8) */
