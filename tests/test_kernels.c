@@ -2,6 +2,7 @@
  * rounding) on random inputs, over tile shapes that leave every remainder: rows not a
  * multiple of the row tile, columns not a multiple of the column group, k of a single
  * block. Runs the AVX2 kernels, and the AVX-512 ones where the processor has them. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,43 @@ static void test_isa(wk_isa isa)
     }
 }
 
+/* The activation quantizers on the inputs where rounding and scale handling differ:
+ * exact halves (amax 127 makes x * id = x), zeros, NaN, infinities, subnormals and a
+ * scale so small that its inverse overflows. Bytes must equal the reference's. */
+static void test_act_quantizers(wk_isa isa)
+{
+    enum { K = 8 * 32 };
+    float x[K];
+    for (int i = 0; i < K; i++) x[i] = rnd();
+    for (int j = 1; j < 32; j++) x[j] = (float)(j - 16) + 0.5f; /* block 0: ties */
+    x[0] = 127.0f;
+    for (int j = 1; j < 32; j += 2) x[32 + j] = -((float)j + 0.5f); /* block 1: ties and noise */
+    x[32] = -127.0f;
+    for (int j = 0; j < 32; j++) x[64 + j] = 0.0f;            /* block 2: zeros (and -0) */
+    x[64 + 5] = -0.0f;
+    x[96 + 3] = NAN;                                           /* block 3: a NaN */
+    x[128 + 7] = INFINITY;                                     /* block 4: +inf, -inf */
+    x[128 + 9] = -INFINITY;
+    for (int j = 0; j < 32; j++) x[160 + j] = 1e-40f * (float)(j - 10); /* block 5: subnormal */
+    x[192 + 1] = 1.4e-45f;                                     /* block 6: 1/d overflows */
+    for (int j = 0; j < 32; j++) x[224 + j] = (j & 1) ? 0.5f : -0.5f; /* block 7: all halves */
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_1};
+    for (int ti = 0; ti < 2; ti++) {
+        const wk_cpu_kernels *v = isa == WK_ISA_AVX512 ? wk_cpu_kernels_avx512(types[ti]) : wk_cpu_kernels_avx2(types[ti]);
+        if (!v) continue;
+        wk_type at = wk_traits(types[ti])->vec_dot_type;
+        size_t xs = 0;
+        CHECK_OK(wk_type_row_bytes(at, K, &xs));
+        char *a = malloc(xs), *b = malloc(xs);
+        memset(a, 0x55, xs), memset(b, 0xaa, xs);
+        v->quantize(x, a, K);
+        wk_traits(at)->from_f32(x, b, K);
+        CHECK_MSG(memcmp(a, b, xs) == 0, "%s: %s activation quantizer differs on special inputs",
+                  wk_type_name(at), wk_isa_name(isa));
+        free(a), free(b);
+    }
+}
+
 /* Repacked layouts: the repacked kernel on rearranged rows equals the scalar kernel on
  * the rows as in the file; and a tile of rows gives the same bits as the rows one at a
  * time (few rows and many rows take different kernels, which must agree exactly). k of
@@ -174,11 +212,13 @@ int main(void)
     fprintf(stderr, "processor: %s\n", wk_isa_name(have));
     if (have >= WK_ISA_AVX2) {
         test_isa(WK_ISA_AVX2);
+        test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
         test_isa(WK_ISA_AVX512);
+        test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
