@@ -26,7 +26,7 @@
 #define WK_INLINE static inline __attribute__((always_inline))
 
 #ifndef WK_ROWS_BLOCK
-#define WK_ROWS_BLOCK 64 /* rows served by one decoded unit */
+#define WK_ROWS_BLOCK 32 /* rows served by one decoded unit */
 #endif
 #define WK_UNIT_STEPS 64 /* steps of 4 elements in a unit (256 elements) */
 #ifndef WK_BATCH_COLS
@@ -106,12 +106,15 @@ typedef struct {
     __m256 d[8], m[8];        /* per 32-block (legacy) or super-block: f32 scale, min */
 } wk_unit;
 
-/* What a row needs of the activation blocks of a unit, prepared once for all columns. */
+/* What a row needs of the activation blocks of a unit, prepared once for all columns
+ * (64 bytes: the row block's share of L1 stays small). */
 typedef struct {
-    float d[8];      /* scale of each block (Q8_0, Q8_1: f16 -> f32; Q8_K: its float) */
-    float s[8];      /* Q8_1: the s field */
-    int32_t off[8];  /* Q4_0, Q5_0: offset * sum of the block's quants */
-    int32_t bp[8];   /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
+    float d[8]; /* scale of each block (Q8_0, Q8_1: f16 -> f32; Q8_K: its float, d[0]) */
+    union {
+        float s[8];     /* Q8_1: the s field */
+        int32_t off[8]; /* Q4_0, Q5_0: offset * sum of the block's quants */
+        int32_t bp[8];  /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
+    };
 } wk_act_unit;
 
 /* ---- the types ----------------------------------------------------------------------
