@@ -30,7 +30,7 @@
 #endif
 #define WK_UNIT_STEPS 64 /* steps of 4 elements in a unit (256 elements) */
 #ifndef WK_BATCH_COLS
-#define WK_BATCH_COLS 32 /* columns accumulated together (a multiple of 8) */
+#define WK_BATCH_COLS 64 /* columns accumulated together (a multiple of 8) */
 #endif
 #define WK_PF_AHEAD 2048
 
