@@ -1,19 +1,19 @@
 /* AVX2 kernels of the repacked layouts (cpu/repack.h) for several activation rows.
  *
- * The tile kernels of repack_avx2.c decode each weight block once per tile of up to 4
- * rows; with many rows that decoding (nibbles, fifth bits, six-bit codes, scales) costs
- * as much as the products. Here a unit of weights of 8 columns (a 256-element
- * super-block, or 8 blocks of 32) is decoded once into L1 — unsigned codes, per-column
- * scale vectors — and then serves every row of the row block, 4 rows at a time, with
- * one aligned load per step of 4 elements. What each row needs of its activation blocks
- * (the f32 scale, block sums for offsets and mins) is prepared once per unit for all
- * rows, and reused by every column group.
+ * The tile kernels of repack_avx2.c decode each weight block once per tile of one or two
+ * rows; with more rows that decoding (nibbles, fifth bits, six-bit codes, scales) would
+ * cost as much as the products. Here a unit of weights of 8 columns (a 256-element
+ * super-block, or up to 8 blocks of 32) is decoded once into L1 — unsigned codes,
+ * per-column scale vectors — and then serves every row of the row block, 4 rows at a
+ * time, with one aligned load per step of 4 elements. What each row needs of its
+ * activation blocks (the f32 scale, block sums for offsets and mins) is prepared once
+ * per unit for all rows and reused by every column group of the batch.
  *
- * Loop order: row block of up to 64 rows, unit, column group, row tile. The outputs of
- * the row block are the accumulators (in y, hot in L1/L2): each unit adds its terms in
- * block order with the same integer sums and the same float operations as the tile
- * kernels, so both paths give the same bits and the row count that picks one never
- * changes a result. */
+ * Loop order: row block (32 rows), batch of 64 columns, unit, column group, row tile.
+ * The accumulators of a row block and a batch are one contiguous buffer: each unit adds
+ * its terms in block order with the same integer sums and the same float operations as
+ * the tile kernels, so both paths give the same bits and the row count that picks one
+ * never changes a result. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -32,7 +32,6 @@
 #ifndef WK_BATCH_COLS
 #define WK_BATCH_COLS 64 /* columns accumulated together (a multiple of 8) */
 #endif
-#define WK_PF_AHEAD 2048
 
 WK_INLINE __m256i wk_bcast4(const void *p)
 {
@@ -62,9 +61,12 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
-WK_INLINE void wk_prefetch_bytes(const uint8_t *p, size_t bytes)
+/* Weights are read in units scattered over the 8-column groups of a batch: what the
+ * hardware sees as several strided streams. The next unit is asked for while this one
+ * is used by all the rows. */
+WK_INLINE void wk_prefetch_unit(const uint8_t *p, size_t bytes)
 {
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)p + WK_PF_AHEAD + off, _MM_HINT_T0);
+    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)p + off, _MM_HINT_T0);
 }
 
 /* 8 bytes (one per column) -> 16 x i16, each value twice (the two pair lanes of a column). */
@@ -421,7 +423,10 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 const char *xu = xr + b0 * xbb;
                 for (int64_t g = g0; g < g0 + gn; g++) {
                     const uint8_t *wu = w + g * 8 * ws + b0 * gbb;
-                    wk_prefetch_bytes(wu, gbb * (size_t)nbu);
+                    /* the unit decoded next: the next group's, or the first group's next one */
+                    if (g + 1 < g0 + gn) wk_prefetch_unit(wu + 8 * ws, gbb * (size_t)nbu);
+                    else if (b0 + unit_blocks < nb)
+                        wk_prefetch_unit(w + g0 * 8 * ws + (b0 + unit_blocks) * gbb, gbb * (size_t)unit_blocks);
                     if (wk_is_k(kind)) wk_decode_k(kind, wu, &u);
                     else
                         for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, &u);
