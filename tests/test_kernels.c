@@ -206,6 +206,56 @@ static void test_repacked(wk_isa isa)
     }
 }
 
+/* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
+ * block of 5 (a tile and a remainder). Against the scalar kernel, and bitwise against
+ * the rows one at a time. */
+static void test_repacked_many_rows(wk_isa isa)
+{
+    enum { NR = 37, NC = 16 };
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        wk_type t = types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        if (!packed) continue;
+        int64_t k = tr->block_size == 32 ? 9 * 32 : 2 * 256;
+        size_t ws = 0, xs = 0;
+        CHECK_OK(wk_type_row_bytes(t, k, &ws));
+        CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
+        float *f = malloc(sizeof(float) * k);
+        char *w = malloc(ws * NC), *wp = malloc(ws * NC), *xq = malloc(xs * NR);
+        float *ys = malloc(sizeof(float) * NR * NC), *yr = malloc(sizeof(float) * NR * NC),
+              *y1 = malloc(sizeof(float) * NR * NC);
+        double *mag = calloc(NR * NC, sizeof(double));
+        float *wd = malloc(sizeof(float) * NC * k), *xd = malloc(sizeof(float) * NR * k);
+        for (int c = 0; c < NC; c++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            tr->from_f32(f, w + c * ws, k);
+            tr->to_f32(w + c * ws, wd + c * k, k);
+        }
+        for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
+        for (int r = 0; r < NR; r++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            wk_traits(tr->vec_dot_type)->from_f32(f, xq + r * xs, k);
+            wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
+        }
+        packed(k, NR, NC, wp, ws, xq, xs, ys, NC);
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, w, ws, xq, xs, yr, NC);
+        for (int r = 0; r < NR; r++) packed(k, 1, NC, wp, ws, xq + r * xs, xs, y1 + r * NC, NC);
+        for (int r = 0; r < NR; r++)
+            for (int c = 0; c < NC; c++) {
+                for (int64_t i = 0; i < k; i++) mag[r * NC + c] += fabs((double)wd[c * k + i] * xd[r * k + i]);
+                CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * mag[r * NC + c] + 1e-6,
+                          "repacked %s, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, NR, r, c,
+                          ys[r * NC + c], yr[r * NC + c]);
+            }
+        CHECK_MSG(memcmp(ys, y1, sizeof(float) * NR * NC) == 0,
+                  "repacked %s: %d rows at once differ from one row at a time", tr->name, NR);
+        free(f), free(w), free(wp), free(xq), free(ys), free(yr), free(y1), free(mag), free(wd), free(xd);
+    }
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
@@ -214,12 +264,14 @@ int main(void)
         test_isa(WK_ISA_AVX2);
         test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
+        test_repacked_many_rows(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
         test_isa(WK_ISA_AVX512);
         test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
+        test_repacked_many_rows(WK_ISA_AVX512);
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();
