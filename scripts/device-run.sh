@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench (default all)
+#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile
+#   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
 M=$1
@@ -72,3 +73,11 @@ if has bench; then
   $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
   cat "$O/bench.txt"
 fi
+
+if has profile; then
+  ncu --launch-skip 40 --launch-count 2 --section SpeedOfLight --section WarpStateStats \
+      --section Occupancy --section MemoryWorkloadAnalysis \
+      $B/cuda_matmul_bench --types q4_0 --m 1 >"$O/profile.txt" 2>&1
+  grep -E "qmm_kernel|prepare_x|Duration|Throughput|Stall|Occupancy|Warp Cycles|Issued" "$O/profile.txt" | head -60
+fi
+

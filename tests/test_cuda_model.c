@@ -12,6 +12,10 @@
 
 #include "check.h"
 #include "wick/model.h"
+#ifdef WICK_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#include "model/llama.h"
+#endif
 
 /* Fixed token ids (no tokenizer needed): any ids exercise the forward. */
 static const int32_t prompt[] = {1, 9690, 198, 2683, 314, 17630, 47, 2, 198, 1, 520, 9531, 198};
@@ -115,6 +119,13 @@ int main(void)
         greedy(gpu_q, &gc);
         CHECK_MSG(gc.n == gb.n && memcmp(gc.ids, gb.ids, sizeof(int32_t) * (size_t)gb.n) == 0,
                   "a second GPU run (graph replays) changed the greedy ids");
+#ifdef WICK_HAVE_CUDA
+        long replays = 0, captures = 0, eager = 0;
+        wk_cuda_backend_stats(gpu_q->engine, &replays, &captures, &eager);
+        printf("  cuda lists: %ld graph replays, %ld captures, %ld run eagerly\n", replays, captures,
+               eager);
+        CHECK_MSG(replays >= N_GEN, "decode steps were not replayed as graphs (%ld replays)", replays);
+#endif
     }
     wk_model_free(cpu_p);
     wk_model_free(gpu_q);

@@ -2,6 +2,7 @@
  * rounding) on random inputs, over tile shapes that leave every remainder: rows not a
  * multiple of the row tile, columns not a multiple of the column group, k of a single
  * block. Runs the AVX2 kernels, and the AVX-512 ones where the processor has them. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,8 +108,47 @@ static void test_isa(wk_isa isa)
     }
 }
 
+/* The activation quantizers on the inputs where rounding and scale handling differ:
+ * exact halves (amax 127 makes x * id = x), zeros, NaN, infinities, subnormals and a
+ * scale so small that its inverse overflows. Bytes must equal the reference's. */
+static void test_act_quantizers(wk_isa isa)
+{
+    enum { K = 8 * 32 };
+    float x[K];
+    for (int i = 0; i < K; i++) x[i] = rnd();
+    for (int j = 1; j < 32; j++) x[j] = (float)(j - 16) + 0.5f; /* block 0: ties */
+    x[0] = 127.0f;
+    for (int j = 1; j < 32; j += 2) x[32 + j] = -((float)j + 0.5f); /* block 1: ties and noise */
+    x[32] = -127.0f;
+    for (int j = 0; j < 32; j++) x[64 + j] = 0.0f;            /* block 2: zeros (and -0) */
+    x[64 + 5] = -0.0f;
+    x[96 + 3] = NAN;                                           /* block 3: a NaN */
+    x[128 + 7] = INFINITY;                                     /* block 4: +inf, -inf */
+    x[128 + 9] = -INFINITY;
+    for (int j = 0; j < 32; j++) x[160 + j] = 1e-40f * (float)(j - 10); /* block 5: subnormal */
+    x[192 + 1] = 1.4e-45f;                                     /* block 6: 1/d overflows */
+    for (int j = 0; j < 32; j++) x[224 + j] = (j & 1) ? 0.5f : -0.5f; /* block 7: all halves */
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_1};
+    for (int ti = 0; ti < 2; ti++) {
+        const wk_cpu_kernels *v = isa == WK_ISA_AVX512 ? wk_cpu_kernels_avx512(types[ti]) : wk_cpu_kernels_avx2(types[ti]);
+        if (!v) continue;
+        wk_type at = wk_traits(types[ti])->vec_dot_type;
+        size_t xs = 0;
+        CHECK_OK(wk_type_row_bytes(at, K, &xs));
+        char *a = malloc(xs), *b = malloc(xs);
+        memset(a, 0x55, xs), memset(b, 0xaa, xs);
+        v->quantize(x, a, K);
+        wk_traits(at)->from_f32(x, b, K);
+        CHECK_MSG(memcmp(a, b, xs) == 0, "%s: %s activation quantizer differs on special inputs",
+                  wk_type_name(at), wk_isa_name(isa));
+        free(a), free(b);
+    }
+}
+
 /* Repacked layouts: the repacked kernel on rearranged rows equals the scalar kernel on
- * the rows as in the file. */
+ * the rows as in the file; and a tile of rows gives the same bits as the rows one at a
+ * time (few rows and many rows take different kernels, which must agree exactly). k of
+ * 11 blocks leaves a partial unit of 8 blocks for the many-row kernels. */
 static void test_repacked(wk_isa isa)
 {
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
@@ -119,8 +159,8 @@ static void test_repacked(wk_isa isa)
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         CHECK_MSG(packed != NULL, "%s has no repacked kernel for %s", tr->name, wk_isa_name(isa));
         if (!packed) continue;
-        const int64_t ks[] = {tr->block_size, 4 * tr->block_size};
-        for (int ki = 0; ki < 2; ki++) {
+        const int64_t ks[] = {tr->block_size, 4 * tr->block_size, 11 * tr->block_size};
+        for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
             size_t ws = 0, xs = 0;
             CHECK_OK(wk_type_row_bytes(t, k, &ws));
@@ -143,8 +183,14 @@ static void test_repacked(wk_isa isa)
             for (int64_t nr = 1; nr <= MAXR; nr++)
                 for (int64_t nc = 8; nc <= 16; nc += 8) {
                     float ys[MAXR * MAXC], yr[MAXR * MAXC];
+                    float y1[MAXR * MAXC];
                     packed(k, nr, nc, wp, ws, xq, xs, ys, MAXC);
                     s->gemm_q(k, nr, nc, w, ws, xq, xs, yr, MAXC);
+                    for (int64_t r = 0; r < nr; r++) packed(k, 1, nc, wp, ws, xq + r * xs, xs, y1 + r * MAXC, MAXC);
+                    for (int64_t r = 0; r < nr; r++)
+                        CHECK_MSG(memcmp(ys + r * MAXC, y1 + r * MAXC, sizeof(float) * (size_t)nc) == 0,
+                                  "repacked %s k=%lld: %lld rows at once differ from one row at a time (row %lld)",
+                                  tr->name, (long long)k, (long long)nr, (long long)r);
                     for (int64_t r = 0; r < nr; r++)
                         for (int64_t c = 0; c < nc; c++) {
                             double mag = 0;
@@ -160,18 +206,72 @@ static void test_repacked(wk_isa isa)
     }
 }
 
+/* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
+ * block of 5 (a tile and a remainder). Against the scalar kernel, and bitwise against
+ * the rows one at a time. */
+static void test_repacked_many_rows(wk_isa isa)
+{
+    enum { NR = 37, NC = 16 };
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        wk_type t = types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        if (!packed) continue;
+        int64_t k = tr->block_size == 32 ? 9 * 32 : 2 * 256;
+        size_t ws = 0, xs = 0;
+        CHECK_OK(wk_type_row_bytes(t, k, &ws));
+        CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
+        float *f = malloc(sizeof(float) * k);
+        char *w = malloc(ws * NC), *wp = malloc(ws * NC), *xq = malloc(xs * NR);
+        float *ys = malloc(sizeof(float) * NR * NC), *yr = malloc(sizeof(float) * NR * NC),
+              *y1 = malloc(sizeof(float) * NR * NC);
+        double *mag = calloc(NR * NC, sizeof(double));
+        float *wd = malloc(sizeof(float) * NC * k), *xd = malloc(sizeof(float) * NR * k);
+        for (int c = 0; c < NC; c++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            tr->from_f32(f, w + c * ws, k);
+            tr->to_f32(w + c * ws, wd + c * k, k);
+        }
+        for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
+        for (int r = 0; r < NR; r++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            wk_traits(tr->vec_dot_type)->from_f32(f, xq + r * xs, k);
+            wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
+        }
+        packed(k, NR, NC, wp, ws, xq, xs, ys, NC);
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, w, ws, xq, xs, yr, NC);
+        for (int r = 0; r < NR; r++) packed(k, 1, NC, wp, ws, xq + r * xs, xs, y1 + r * NC, NC);
+        for (int r = 0; r < NR; r++)
+            for (int c = 0; c < NC; c++) {
+                for (int64_t i = 0; i < k; i++) mag[r * NC + c] += fabs((double)wd[c * k + i] * xd[r * k + i]);
+                CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * mag[r * NC + c] + 1e-6,
+                          "repacked %s, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, NR, r, c,
+                          ys[r * NC + c], yr[r * NC + c]);
+            }
+        CHECK_MSG(memcmp(ys, y1, sizeof(float) * NR * NC) == 0,
+                  "repacked %s: %d rows at once differ from one row at a time", tr->name, NR);
+        free(f), free(w), free(wp), free(xq), free(ys), free(yr), free(y1), free(mag), free(wd), free(xd);
+    }
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
     fprintf(stderr, "processor: %s\n", wk_isa_name(have));
     if (have >= WK_ISA_AVX2) {
         test_isa(WK_ISA_AVX2);
+        test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
+        test_repacked_many_rows(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
         test_isa(WK_ISA_AVX512);
+        test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
+        test_repacked_many_rows(WK_ISA_AVX512);
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

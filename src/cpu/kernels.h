@@ -39,6 +39,10 @@ const wk_cpu_kernels *wk_cpu_kernels_scalar(wk_type t);
 const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t);
 const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t);
 
+/* AVX2 activation quantizers, byte-identical to the reference ones (x86/quantize_avx2.c). */
+void wk_avx2_quantize_q8_0(const float *x, void *y, int64_t k);
+void wk_avx2_quantize_q8_1(const float *x, void *y, int64_t k);
+
 /* Row conversions used around the kernels (SIMD where the processor has it). */
 void wk_cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n);
 void wk_cpu_f32_to_f16(const float *x, uint16_t *y, int64_t n);

@@ -85,10 +85,8 @@ static int64_t list_pos(const rec *l, int n)
 
 /* Run one record. With dpos, addresses are base + stride * (*dpos) and positions are
  * relative to the list's position; without, everything is as recorded. */
-static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *dpos)
+static void rec_addrs(const rec *r, int64_t P, const int64_t *dpos, wk_dptr a[REC_PTRS])
 {
-    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
-    wk_dptr a[REC_PTRS];
     for (int k = 0; k < REC_PTRS; k++) {
         a[k].base = r->p[k];
         a[k].stride = 0;
@@ -97,6 +95,13 @@ static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *d
             a[k].stride = r->stride[k];
         }
     }
+}
+
+static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *dpos)
+{
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    wk_dptr a[REC_PTRS];
+    rec_addrs(r, P, dpos, a);
     int64_t pos = dpos ? r->pos - P : r->pos;
     const int64_t *dp = dpos;
     switch (r->op) {
@@ -128,25 +133,53 @@ static bool same_input(const rec *a, const rec *b)
            wk_cuda_mm_graphable(a->obj) && wk_cuda_mm_graphable(b->obj);
 }
 
+/* Does matmul record m take its input from the address that record r writes as slot k? */
+static bool feeds_matmul(const rec *r, int k, const rec *m, const int64_t *dpos)
+{
+    return m->op == OP_MATMUL && m->p[0] == r->p[k] && m->stride[0] == r->stride[k] &&
+           wk_cuda_mm_graphable(m->obj) && (dpos || m->i[0] < WK_CUDA_QMM_GEMM_ROWS);
+}
+
+/* Run a list, fusing where the next operation allows it:
+ * - rmsnorm, or silu_mul, whose output is the next quantized matmul's input: one kernel
+ *   computes it and prepares it as that matmul's input;
+ * - a quantized matmul whose output is then added to the residual: the add happens in
+ *   the matmul's kernel;
+ * - consecutive matmuls of one input (q, k, v; gate, up) prepare it once. */
 static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
 {
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
     for (int i = 0; i < n; i++) {
-        if (i > 0 && same_input(&l[i - 1], &l[i])) wk_cuda_qmm_reuse_input(wk_cuda_engine_ctx(e));
-        wk_status st = run_rec(e, &l[i], P, dpos);
+        const rec *r = &l[i], *next = i + 1 < n ? &l[i + 1] : NULL;
+        wk_dptr a[REC_PTRS];
+        rec_addrs(r, P, dpos, a);
+        wk_status st;
+        if (r->op == OP_RMSNORM && next && feeds_matmul(r, 0, next, dpos) &&
+            next->i[0] == r->i[0] && next->i[2] == r->i[1]) {
+            st = wk_cuda_qmm_prepare_rmsnorm(c, a[0], a[1], (const float *)r->p[2], r->i[0], r->i[1],
+                                             r->f, dpos);
+        } else if (r->op == OP_SILU_MUL && next && feeds_matmul(r, 0, next, dpos) &&
+                   next->i[0] * next->i[2] == r->i[0]) {
+            st = wk_cuda_qmm_prepare_silu_mul(c, a[0], a[1], next->i[0], next->i[2], dpos);
+        } else if (r->op == OP_MATMUL && next && next->op == OP_ADD && next->p[1] == r->p[1] &&
+                   next->stride[1] == r->stride[1] && next->i[0] == r->i[0] * r->i[1] &&
+                   wk_cuda_mm_graphable(r->obj)) {
+            if (i > 0 && same_input(&l[i - 1], r)) wk_cuda_qmm_reuse_input(c);
+            wk_dptr acc[REC_PTRS];
+            rec_addrs(next, P, dpos, acc);
+            wk_cuda_qmm_add_to(c, acc[0]);
+            st = run_rec(e, r, P, dpos);
+            i++; /* the add is done */
+        } else {
+            if (i > 0 && same_input(&l[i - 1], r)) wk_cuda_qmm_reuse_input(c);
+            st = run_rec(e, r, P, dpos);
+        }
         if (st) return st;
     }
     return WK_OK;
 }
 
-static wk_status run_eager(wk_engine *e, const rec *l, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (i > 0 && same_input(&l[i - 1], &l[i])) wk_cuda_qmm_reuse_input(wk_cuda_engine_ctx(e));
-        wk_status st = run_rec(e, &l[i], 0, NULL);
-        if (st) return st;
-    }
-    return WK_OK;
-}
+static wk_status run_eager(wk_engine *e, const rec *l, int n) { return run_list(e, l, n, 0, NULL); }
 
 /* Does list l (at position P) repeat the template? Learns the strides the first time. */
 static bool list_matches(cuda_be *b, const rec *l, int n, int64_t P)

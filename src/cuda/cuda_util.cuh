@@ -17,6 +17,7 @@ struct wk_cuda_ctx {
     size_t scratch_bytes;
     void *blas_ws; /* cuBLAS workspace, so cuBLAS allocates nothing inside a graph */
     bool reuse_x; /* the next quantized matmul takes the input prepared by the last one */
+    wk_dptr add_to; /* the next quantized matmul also adds its result here (base NULL: no) */
     void *user; /* the model backend's state, released with user_free */
     void (*user_free)(void *);
 };

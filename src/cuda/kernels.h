@@ -69,6 +69,17 @@ wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t 
 /* The next wk_cuda_qmm[_dyn] call has the same input (address, rows, k, type) as the
  * previous one and nothing wrote it since: its preparation is skipped. */
 void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c);
+/* The next wk_cuda_qmm[_dyn] call also adds its result y into acc (rows x n floats, the
+ * residual stream), in the same kernel when it can. */
+void wk_cuda_qmm_add_to(wk_cuda_ctx *c, wk_dptr acc);
+/* Fused operations that also prepare their output as the next quantized matmul's input
+ * (which then skips its preparation; rows < WK_CUDA_QMM_GEMM_ROWS or a graph step, dim a
+ * multiple of 16, rows on 16-byte boundaries):
+ *   y = x / rms(x) * w per row (y may be x);   gate = silu(gate) * up. */
+wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w,
+                                      int64_t rows, int64_t dim, float eps, const int64_t *dpos);
+wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t rows,
+                                       int64_t dim, const int64_t *dpos);
 
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
 wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t nelem,

@@ -15,19 +15,20 @@
 
 namespace wkq {
 
+/* Plain loads: the kernels decode blocks that were first staged in shared memory. */
 /* A 32-bit word from an address that is only 2-byte aligned. */
 __device__ __forceinline__ uint32_t ld32_a2(const uint8_t *p)
 {
     const uint16_t *h = reinterpret_cast<const uint16_t *>(p);
-    return (uint32_t)__ldg(h) | ((uint32_t)__ldg(h + 1) << 16);
+    return (uint32_t)h[0] | ((uint32_t)h[1] << 16);
 }
 __device__ __forceinline__ uint32_t ld32_a4(const uint8_t *p)
 {
-    return __ldg(reinterpret_cast<const uint32_t *>(p));
+    return *reinterpret_cast<const uint32_t *>(p);
 }
 __device__ __forceinline__ float ldhalf(const uint8_t *p)
 {
-    return __half2float(__ushort_as_half(__ldg(reinterpret_cast<const unsigned short *>(p))));
+    return __half2float(__ushort_as_half(*reinterpret_cast<const unsigned short *>(p)));
 }
 /* Bits 0..3 of x moved to bit 0 of bytes 0..3. */
 __device__ __forceinline__ uint32_t spread4(uint32_t x) { return (x * 0x00204081u) & 0x01010101u; }
@@ -219,7 +220,7 @@ struct q8_K {
                                                 uint32_t &h23, float &scale, float &add)
     {
         bytes_to_h2(ld32_a4(b + 4 + 16 * s + 4 * t) ^ 0x80808080u, 128, h01, h23);
-        scale = __ldg(reinterpret_cast<const float *>(b));
+        scale = *reinterpret_cast<const float *>(b);
         add = 0.f;
     }
 };
@@ -230,7 +231,7 @@ struct f16 {
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
                                                 uint32_t &h23, float &scale, float &add)
     {
-        uint2 v = __ldg(reinterpret_cast<const uint2 *>(b + 8 * t));
+        uint2 v = *reinterpret_cast<const uint2 *>(b + 8 * t);
         h01 = v.x;
         h23 = v.y;
         scale = 1.f;

@@ -81,8 +81,8 @@ typedef struct wk_backend {
 
 /* The CPU table (src/cpu/ops.c). */
 extern const wk_backend wk_cpu_backend;
-/* The CUDA table (src/cuda/); weak, so a build without CUDA leaves it absent (NULL address). */
-extern const wk_backend wk_cuda_backend __attribute__((weak));
+/* The CUDA table (src/cuda/backend.c); present only in builds with WICK_HAVE_CUDA. */
+extern const wk_backend wk_cuda_backend;
 
 /* The table for a device, or NULL (with a message) when this build has none for it. */
 const wk_backend *wk_backend_for(wk_device dev);

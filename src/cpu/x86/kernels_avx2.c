@@ -622,9 +622,8 @@ WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
 WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
 WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
 
-/* ---- activation quantizers: the reference ones (exact bits, cheap next to the dots) -- */
-static void wk_avx2_quantize_q8_0(const float *x, void *y, int64_t k) { wk_traits(WK_TYPE_Q8_0)->from_f32(x, y, k); }
-static void wk_avx2_quantize_q8_1(const float *x, void *y, int64_t k) { wk_traits(WK_TYPE_Q8_1)->from_f32(x, y, k); }
+/* ---- activation quantizers: Q8_0 and Q8_1 in quantize_avx2.c; Q8_K the reference one
+ * (exact bits, cheap next to the dots) -------------------------------------------------- */
 static void wk_avx2_quantize_q8_K(const float *x, void *y, int64_t k) { wk_traits(WK_TYPE_Q8_K)->from_f32(x, y, k); }
 
 #define WK_QTABLE(T, ACT)                                                                          \

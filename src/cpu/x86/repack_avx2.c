@@ -1,6 +1,6 @@
-/* AVX2 kernels of the repacked layouts (see cpu/repack.h): 8 output columns per
- * register, activation bytes broadcast four at a time, a tile of up to 4 activation
- * rows per loaded weight block. For 4-bit weights the 16-bit pair sums of up to 16
+/* AVX2 kernels of the repacked layouts (see cpu/repack.h) for one or two activation
+ * rows (more rows: repack_rows_avx2.c): 8 output columns per register, activation bytes
+ * broadcast four at a time, each loaded weight block used for the tile's rows. For 4-bit weights the 16-bit pair sums of up to 16
  * products are added before widening (at most 16 * 15 * 127 = 30480: no overflow). */
 #include <immintrin.h>
 #include <string.h>
@@ -10,6 +10,11 @@
 #include "quant/blocks.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
+
+/* Keeps an accumulator in a register at this point: without it GCC turns the unrolled
+ * chains of 16-bit sums into trees that need more registers than AVX2 has (measured:
+ * the Q5 tiles gain, the others do not change). */
+#define WK_KEEP(v) __asm__("" : "+x"(v))
 
 WK_INLINE __m256i wk_bcast4(const int8_t *p)
 {
@@ -21,7 +26,9 @@ WK_INLINE __m256i wk_bcast4(const int8_t *p)
 /* Software prefetch of the weight bytes WK_PF_AHEAD bytes ahead of the block being read:
  * with few threads, more lines in flight per core is what brings the reads near the
  * machine's bandwidth. */
+#ifndef WK_PF_AHEAD
 #define WK_PF_AHEAD 2048
+#endif
 WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
@@ -34,7 +41,7 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
 
 /* ---- Q8_0x8 --------------------------------------------------------------------- */
 #define WK_Q8_0X8_TILE(R)                                                                          \
-    static void wk_q8_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+    static void wk_q8_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
         const __m256i ones = _mm256_set1_epi16(1);                                                 \
@@ -67,32 +74,26 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
 
 WK_Q8_0X8_TILE(1)
 WK_Q8_0X8_TILE(2)
-WK_Q8_0X8_TILE(3)
-WK_Q8_0X8_TILE(4)
 
-static void wk_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q8_0x8_tile_1(nb, wg, xr, xs, yg, ldy); break;
-            case 2: wk_q8_0x8_tile_2(nb, wg, xr, xs, yg, ldy); break;
-            case 3: wk_q8_0x8_tile_3(nb, wg, xr, xs, yg, ldy); break;
-            default: wk_q8_0x8_tile_4(nb, wg, xr, xs, yg, ldy); break;
-            }
+            if (rr == 1) wk_q8_0x8_tile_1(nb, wg, xr, xs, yg, ldy);
+            else wk_q8_0x8_tile_2(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
 
 /* ---- Q4_0x8: unsigned nibbles q; sum((q - 8) * x) = sum(q * x) - 8 * sum(x) ------------ */
 #define WK_Q4_0X8_TILE(R)                                                                          \
-    static void wk_q4_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+    static void wk_q4_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
                                    const int16_t *sx, float *y, size_t ldy)                        \
     {                                                                                              \
         const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
@@ -128,8 +129,6 @@ static void wk_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, siz
 
 WK_Q4_0X8_TILE(1)
 WK_Q4_0X8_TILE(2)
-WK_Q4_0X8_TILE(3)
-WK_Q4_0X8_TILE(4)
 
 /* Sum of the 32 activation quants of a block. */
 WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
@@ -143,13 +142,13 @@ WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
     return (int16_t)_mm_cvtsi128_si32(s);
 }
 
-static void wk_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
-    int16_t sx[4 * nb];
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    int16_t sx[2 * nb];
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t r = 0; r < rr; r++)
             for (int64_t b = 0; b < nb; b++)
@@ -157,12 +156,8 @@ static void wk_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, siz
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q4_0x8_tile_1(nb, wg, xr, xs, sx, yg, ldy); break;
-            case 2: wk_q4_0x8_tile_2(nb, wg, xr, xs, sx, yg, ldy); break;
-            case 3: wk_q4_0x8_tile_3(nb, wg, xr, xs, sx, yg, ldy); break;
-            default: wk_q4_0x8_tile_4(nb, wg, xr, xs, sx, yg, ldy); break;
-            }
+            if (rr == 1) wk_q4_0x8_tile_1(nb, wg, xr, xs, sx, yg, ldy);
+            else wk_q4_0x8_tile_2(nb, wg, xr, xs, sx, yg, ldy);
         }
     }
 }
@@ -191,7 +186,7 @@ WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
 }
 
 #define WK_Q4_KX8_TILE(R)                                                                          \
-    static void wk_q4_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+    static void wk_q4_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
         const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
@@ -253,26 +248,17 @@ WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
     }
 
 WK_Q4_KX8_TILE(1)
-WK_Q4_KX8_TILE(2)
-WK_Q4_KX8_TILE(3)
-WK_Q4_KX8_TILE(4)
 
-static void wk_packed_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    for (int64_t r0 = 0; r0 < nr; r0++) {
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q4_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
-            case 2: wk_q4_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
-            case 3: wk_q4_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
-            default: wk_q4_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
-            }
+            wk_q4_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
@@ -287,7 +273,7 @@ WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
 }
 
 #define WK_LEG_TILE(NAME, R, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                              \
-    static void NAME##_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,               \
+    static void NAME##_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,                 \
                            const int16_t *sx, float *y, size_t ldy)                                \
     {                                                                                              \
         const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
@@ -312,6 +298,7 @@ WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
                     __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));               \
                     __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));          \
                     p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                     \
+                    WK_KEEP(p16[r]);                                                               \
                     if (!Q5 ? s == 3 : (s & 1)) {                                                  \
                         i32[r] = _mm256_add_epi32(i32[r], _mm256_madd_epi16(p16[r], ones));        \
                         p16[r] = _mm256_setzero_si256();                                           \
@@ -344,24 +331,22 @@ typedef void (*wk_leg_tile_fn)(int64_t nb, const uint8_t *w, const char *x, size
 #define WK_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
     WK_LEG_TILE(NAME, 1, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
     WK_LEG_TILE(NAME, 2, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
-    WK_LEG_TILE(NAME, 3, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
-    WK_LEG_TILE(NAME, 4, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
-    static wk_leg_tile_fn const NAME[4] = {NAME##_1, NAME##_2, NAME##_3, NAME##_4};
+    static wk_leg_tile_fn const NAME[2] = {NAME##_1, NAME##_2};
 
 WK_LEG_TILES(wk_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
 WK_LEG_TILES(wk_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
 WK_LEG_TILES(wk_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
-/* Row tiles of 4 (the block sums of x computed once per tile when an offset needs them),
+/* Row tiles of 2 (the block sums of x computed once per tile when an offset needs them),
  * then the groups of 8 columns. */
-static void wk_packed_legacy(wk_leg_tile_fn const tiles[4], bool sums, size_t xb_bytes, size_t qs_off,
+static void wk_packed_legacy(wk_leg_tile_fn const tiles[2], bool sums, size_t xb_bytes, size_t qs_off,
                              int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                              const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
-    int16_t sx[4 * nb];
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    int16_t sx[2 * nb];
+    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
+        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
         const char *xr = (const char *)x + r0 * xs;
         if (sums)
             for (int64_t r = 0; r < rr; r++)
@@ -372,19 +357,19 @@ static void wk_packed_legacy(wk_leg_tile_fn const tiles[4], bool sums, size_t xb
     }
 }
 
-static void wk_packed_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q4_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-static void wk_packed_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q5_0x8, true, sizeof(wk_block_q8_0), 2, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-static void wk_packed_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_packed_legacy(wk_q5_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
@@ -400,7 +385,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
 }
 
 #define WK_Q6_KX8_TILE(R)                                                                          \
-    static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+    static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
         const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);                   \
@@ -421,7 +406,7 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
                     __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
                     __m256i hb =                                                                   \
                         _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
-                    /* the two top bits of each code, moved straight to bits 4-5 */            \
+                    /* the two top bits of each code, moved straight to bits 4-5 */                \
                     __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);                             \
                     __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);       \
                     __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),                          \
@@ -470,28 +455,24 @@ WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
     }
 
 WK_Q6_KX8_TILE(1)
-WK_Q6_KX8_TILE(2)
 
-/* Row tiles of 2: with 4 rows the 16-bit and 32-bit sums no longer fit in registers. */
-static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
+    for (int64_t r0 = 0; r0 < nr; r0++) {
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            if (rr == 1) wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
-            else wk_q6_Kx8_tile_2(nb, wg, xr, xs, yg, ldy);
+            wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
 #define WK_Q2_KX8_TILE(R)                                                                          \
-    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,       \
+    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
                                    float *y, size_t ldy)                                           \
     {                                                                                              \
         const __m256i m3 = _mm256_set1_epi8(3);                                                    \
@@ -510,53 +491,32 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
             }                                                                                      \
             __m256i isum[R];                                                                       \
             for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
-            if (R <= 2) {                                                                          \
-                /* Few rows: each load serves the 4 sub-blocks it holds (4 x R sums). */            \
-                for (int h = 0; h < 2; h++)                                                        \
-                    for (int half = 0; half < 2; half++) {                                         \
-                        __m256i p16[4][R];                                                         \
-                        for (int t = 0; t < 4; t++)                                                \
-                            for (int r = 0; r < R; r++) p16[t][r] = _mm256_setzero_si256();        \
-                        for (int s = 4 * half; s < 4 * half + 4; s++) {                            \
-                            __m256i v =                                                            \
-                                _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
-                            for (int t = 0; t < 4; t++) {                                          \
-                                __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);     \
-                                for (int r = 0; r < R; r++) {                                      \
-                                    const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs; \
-                                    p16[t][r] = _mm256_add_epi16(                                  \
-                                        p16[t][r],                                                 \
-                                        _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s))); \
-                                }                                                                  \
+            /* Each load serves the 4 sub-blocks it holds (4 x R sums). */                         \
+            for (int h = 0; h < 2; h++)                                                            \
+                for (int half = 0; half < 2; half++) {                                             \
+                    __m256i p16[4][R];                                                             \
+                    for (int t = 0; t < 4; t++)                                                    \
+                        for (int r = 0; r < R; r++) p16[t][r] = _mm256_setzero_si256();            \
+                    for (int s = 4 * half; s < 4 * half + 4; s++) {                                \
+                        __m256i v =                                                                \
+                            _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));   \
+                        for (int t = 0; t < 4; t++) {                                              \
+                            __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);         \
+                            for (int r = 0; r < R; r++) {                                          \
+                                const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs;  \
+                                p16[t][r] = _mm256_add_epi16(                                      \
+                                    p16[t][r],                                                     \
+                                    _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s))); \
                             }                                                                      \
                         }                                                                          \
-                        for (int t = 0; t < 4; t++) {                                              \
-                            __m256i scv = wk_dup_cols(sc + 8 * (2 * (4 * h + t) + half));          \
-                            for (int r = 0; r < R; r++)                                            \
-                                isum[r] = _mm256_add_epi32(isum[r],                                \
-                                                           _mm256_madd_epi16(p16[t][r], scv));     \
-                        }                                                                          \
                     }                                                                              \
-            } else                                                                                 \
-            for (int j = 0; j < 8; j++) {                                                          \
-                const int h = j / 4, sh = 2 * (j % 4);                                             \
-                for (int half = 0; half < 2; half++) {                                             \
-                    __m256i p16[R];                                                                \
-                    for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                   \
-                    for (int s = 4 * half; s < 4 * half + 4; s++) {                                \
-                        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s)); \
-                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, sh), m3);                \
-                        for (int r = 0; r < R; r++) {                                              \
-                            const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs;      \
-                            p16[r] = _mm256_add_epi16(                                             \
-                                p16[r], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * j + 4 * s)));  \
-                        }                                                                          \
+                    for (int t = 0; t < 4; t++) {                                                  \
+                        __m256i scv = wk_dup_cols(sc + 8 * (2 * (4 * h + t) + half));              \
+                        for (int r = 0; r < R; r++)                                                \
+                            isum[r] = _mm256_add_epi32(isum[r],                                    \
+                                                       _mm256_madd_epi16(p16[t][r], scv));         \
                     }                                                                              \
-                    __m256i scv = wk_dup_cols(sc + 8 * (2 * j + half));                            \
-                    for (int r = 0; r < R; r++)                                                    \
-                        isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p16[r], scv));       \
                 }                                                                                  \
-            }                                                                                      \
             __m256i mnp[8];                                                                        \
             for (int q = 0; q < 8; q++)                                                            \
                 mnp[q] = _mm256_cvtepu8_epi16(                                                     \
@@ -582,29 +542,43 @@ static void wk_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, siz
     }
 
 WK_Q2_KX8_TILE(1)
-WK_Q2_KX8_TILE(2)
-WK_Q2_KX8_TILE(3)
-WK_Q2_KX8_TILE(4)
 
-static void wk_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int64_t rr = nr - r0 < 4 ? nr - r0 : 4;
+    for (int64_t r0 = 0; r0 < nr; r0++) {
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
             float *yg = y + r0 * ldy + 8 * g;
-            switch (rr) {
-            case 1: wk_q2_Kx8_tile_1(nb, wg, xr, xs, yg, ldy); break;
-            case 2: wk_q2_Kx8_tile_2(nb, wg, xr, xs, yg, ldy); break;
-            case 3: wk_q2_Kx8_tile_3(nb, wg, xr, xs, yg, ldy); break;
-            default: wk_q2_Kx8_tile_4(nb, wg, xr, xs, yg, ldy); break;
-            }
+            wk_q2_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
         }
     }
 }
+
+
+/* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
+wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
+
+/* From this many rows the weights are decoded once per 64-row block instead of once per
+ * tile (both paths give the same bits): measured, 2 rows for the K types (their decoding
+ * is the larger part), 3 for the others. */
+#define WK_PACKED_FN(T, TYPE, MIN_ROWS)                                                            \
+    static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,         \
+                              const void *x, size_t xs, float *y, size_t ldy)                      \
+    {                                                                                              \
+        if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
+        else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
+    }
+WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, 3)
+WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, 3)
+WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, 2)
+WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, 3)
+WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, 3)
+WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, 3)
+WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, 2)
+WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, 2)
 
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
