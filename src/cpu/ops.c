@@ -114,6 +114,20 @@ static wk_status cpu_rope(wk_engine *e, float *x, int64_t rows, int64_t n_heads,
     return WK_OK;
 }
 
+/* The llama.cpp-order paths on an AVX2 machine, unless WICK_LLAMA_ORDER=0 (then the
+ * generic kernels and formulas run: for measuring what the order costs). Read once. */
+static bool llama_order(const wk_cpu_engine *ce)
+{
+    static atomic_int cached = -1;
+    int v = atomic_load(&cached);
+    if (v < 0) {
+        const char *env = getenv("WICK_LLAMA_ORDER");
+        v = !(env && strcmp(env, "0") == 0);
+        atomic_store(&cached, v);
+    }
+    return v && ce->isa >= WK_ISA_AVX2;
+}
+
 typedef struct {
     float *out;
     const float *q, *k, *v;
@@ -221,7 +235,7 @@ static wk_status cpu_attention(wk_engine *e, float *out, const float *q, const f
     wk_cpu_engine *ce = (wk_cpu_engine *)e;
     /* llama.cpp's order where its dot products have no scalar tail (head_dim % 32 == 0,
      * which every Llama-family model has); the online softmax otherwise. */
-    if (ce->isa >= WK_ISA_AVX2 && head_dim % 32 == 0) {
+    if (llama_order(ce) && head_dim % 32 == 0) {
         int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
         j.scores_cap = (pos0 + rows + 7 + 15) & ~(int64_t)15;
         j.work_per_thread = (size_t)j.scores_cap + 32 * (size_t)head_dim;
@@ -236,7 +250,7 @@ static wk_status cpu_attention(wk_engine *e, float *out, const float *q, const f
 
 static wk_status cpu_silu_mul(wk_engine *e, float *gate, const float *up, int64_t n)
 {
-    if (((wk_cpu_engine *)e)->isa >= WK_ISA_AVX2) {
+    if (llama_order((wk_cpu_engine *)e)) {
         wk_avx2_swiglu(gate, up, n);
         return WK_OK;
     }
@@ -290,7 +304,7 @@ static bool exact_type(wk_type t)
 
 static bool exact_ok(const wk_cpu_engine *ce, const wk_qmatmul *mm)
 {
-    return ce->isa >= WK_ISA_AVX2 && mm->form == WK_FORM_QUANTIZED && mm->w &&
+    return llama_order(ce) && mm->form == WK_FORM_QUANTIZED && mm->w &&
            mm->w->device == WK_DEVICE_CPU && exact_type(mm->w->type);
 }
 
