@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile
+#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -17,7 +17,7 @@ P="What is Rust?"
 
 if has tests; then
   {
-    for t in test_cuda_matmul test_cuda_model; do
+    for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_model test_kernels test_qmatmul}; do
       $B/$t; echo "$t rc=$?"
     done
     $B/wick edges; echo "wick edges rc=$?"
@@ -72,6 +72,36 @@ fi
 if has bench; then
   $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
   cat "$O/bench.txt"
+fi
+
+if has inline; then
+  # The matrix-vector kernel with its input prepared inside (default up to m * k = 8192)
+  # and always by a separate launch.
+  for lim in ${INLINE_LIMITS:-8192 0}; do
+    echo "WICK_CUDA_QMV_INLINE=$lim"
+    WICK_CUDA_QMV_INLINE=$lim $B/cuda_matmul_bench --types ${INLINE_TYPES:-q4_0,q4_k,q8_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
+  done >"$O/inline.txt" 2>&1
+  cat "$O/inline.txt"
+fi
+
+if has decprof; then
+  # Kernel durations of decode steps (eager, so that each launch is profiled), per kernel.
+  WICK_CUDA_GRAPHS=0 ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum \
+      --print-summary per-kernel \
+      $B/wick bench gen -m "$M" -p "$P" -n 8 --rounds 1 --device cuda >"$O/decprof.txt" 2>&1
+  grep -E "^ +[a-z_]+.*\(|gpu__time_duration|Kernel|void|<unnamed>" "$O/decprof.txt" | head -80
+fi
+
+if has qprof; then
+  # Nsight Compute on the m = 1 matrix-vector kernel of each type in QPROF_TYPES, and its SASS.
+  for ty in ${QPROF_TYPES:-q4_0 q4_k}; do
+    ncu --kernel-name regex:qmv_kernel --launch-skip 20 --launch-count 1 --section SpeedOfLight \
+        --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
+        --section InstructionStats --section Occupancy --section LaunchStats \
+        $B/cuda_matmul_bench --types $ty --m 1 >"$O/qprof-$ty.txt" 2>&1
+    grep -E "Duration|Throughput|Issued|Eligible|Stall|Executed Ipc|Occupancy|Registers|Block Size|Grid Size|Shared Memory|Warp Cycles|L1/TEX Hit|L2 Hit|Excessive|bank" "$O/qprof-$ty.txt" | head -40
+  done
+  cuobjdump -sass $B/CMakeFiles/wick_obj.dir/src/cuda/qmv.cu.o >"$O/qmv.sass" 2>&1 || true
 fi
 
 if has profile; then

@@ -186,6 +186,10 @@ int main(void)
     /* Larger k, and dense weights whose k is no multiple of 16 (cuBLAS path). */
     test_type(e, WK_TYPE_Q4_K, 64, 4096);
     test_type(e, WK_TYPE_Q8_0, 48, 4096);
+    /* Odd block counts: rows that start on 2-byte boundaries. */
+    test_type(e, WK_TYPE_Q4_0, 48, 544);
+    test_type(e, WK_TYPE_Q8_0, 40, 544);
+    test_type(e, WK_TYPE_Q6_K, 40, 768);
     test_type(e, WK_TYPE_F16, 24, 40);
     test_type(e, WK_TYPE_BF16, 24, 40);
     test_type(e, WK_TYPE_F32, 24, 40);

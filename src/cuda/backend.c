@@ -137,7 +137,121 @@ static bool same_input(const rec *a, const rec *b)
 static bool feeds_matmul(const rec *r, int k, const rec *m, const int64_t *dpos)
 {
     return m->op == OP_MATMUL && m->p[0] == r->p[k] && m->stride[0] == r->stride[k] &&
-           wk_cuda_mm_graphable(m->obj) && (dpos || m->i[0] < WK_CUDA_QMM_GEMM_ROWS);
+           m->i[0] > WK_CUDA_QMV_ROWS && wk_cuda_mm_graphable(m->obj) &&
+           (dpos || m->i[0] < WK_CUDA_QMM_GEMM_ROWS);
+}
+
+/* Is the address read by a record after `from` before a matmul overwrites it? A list that
+ * ends without overwriting it counts as read (a later list might). */
+static bool read_later(const rec *l, int n, int from, const char *addr)
+{
+    for (int i = from; i < n; i++) {
+        const rec *r = &l[i];
+        if (r->op == OP_MATMUL) {
+            if (r->p[0] == addr) return true;
+            if (r->p[1] == addr) return false;
+        } else {
+            for (int k = 0; k < REC_PTRS; k++)
+                if (r->p[k] == addr) return true;
+        }
+    }
+    return true;
+}
+
+/* A matrix-vector matmul record (at most WK_CUDA_QMV_ROWS rows, the weight in its format). */
+static bool qmv_rec(const rec *r, wk_type *t, const void **w)
+{
+    return r->op == OP_MATMUL && r->i[0] <= WK_CUDA_QMV_ROWS && r->i[2] % 16 == 0 &&
+           wk_cuda_mm_quant_weight(r->obj, t, w);
+}
+
+/* Decode-sized work as one matrix-vector launch: an optional RMSNorm or silu_mul that
+ * makes the input, up to three matmuls of that input with one weight type, then the RoPE
+ * of their outputs or the residual add of the last one's result. Returns the records
+ * consumed (0: no match). */
+static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const int64_t *dpos,
+                   wk_status *st)
+{
+    wk_cuda_qmv_job j = {0};
+    wk_dptr a[REC_PTRS];
+    const rec *r = &l[i];
+    int first = i;
+    rec_addrs(r, P, dpos, a);
+    if (r->op == OP_RMSNORM && i + 1 < n && r->p[0] != r->p[1]) {
+        const rec *mm = &l[i + 1];
+        if (mm->op != OP_MATMUL || mm->p[0] != r->p[0] || mm->stride[0] != r->stride[0] ||
+            mm->i[0] != r->i[0] || mm->i[2] != r->i[1])
+            return 0;
+        j.src = WK_QMV_RMSNORM;
+        j.x = a[1];
+        j.norm_out = a[0];
+        j.norm_w = (const float *)r->p[2];
+        j.eps = r->f;
+        first = i + 1;
+    } else if (r->op == OP_SILU_MUL && i + 1 < n) {
+        const rec *mm = &l[i + 1];
+        if (mm->op != OP_MATMUL || mm->p[0] != r->p[0] || mm->stride[0] != r->stride[0] ||
+            mm->i[0] * mm->i[2] != r->i[0] || read_later(l, n, i + 2, r->p[0]))
+            return 0;
+        j.src = WK_QMV_SILU_MUL;
+        j.x = a[0];
+        j.x2 = a[1];
+        first = i + 1;
+    } else if (r->op == OP_MATMUL) {
+        j.src = WK_QMV_INPUT;
+        j.x = a[0];
+        j.xtype = WK_TYPE_F32;
+    } else {
+        return 0;
+    }
+    const rec *m0 = &l[first];
+    if (!qmv_rec(m0, &j.wtype, &j.out[0].w)) return 0;
+    j.k = m0->i[2];
+    j.m = m0->i[0];
+    j.dpos = dpos;
+    int end = first;
+    while (end < n && j.nout < 3) {
+        const rec *mm = &l[end];
+        wk_type t = j.wtype;
+        const void *w = j.out[0].w;
+        if (end > first && !(qmv_rec(mm, &t, &w) && t == j.wtype && mm->p[0] == m0->p[0] &&
+                             mm->stride[0] == m0->stride[0] && mm->i[0] == j.m && mm->i[2] == j.k))
+            break;
+        wk_dptr ma[REC_PTRS];
+        rec_addrs(mm, P, dpos, ma);
+        j.out[j.nout].w = w;
+        j.out[j.nout].n = mm->i[1];
+        j.out[j.nout].y = ma[1];
+        j.nout++;
+        end++;
+    }
+    /* RoPE of outputs (q, k) right after the group: in the epilogue. */
+    while (end < n && l[end].op == OP_ROPE) {
+        const rec *ro = &l[end];
+        int o = -1;
+        for (int q = 0; q < j.nout; q++)
+            if (ro->p[0] == l[first + q].p[1] && ro->stride[0] == l[first + q].stride[1] &&
+                j.out[q].rope_head_dim == 0)
+                o = q;
+        if (o < 0 || ro->i[0] != j.m || ro->i[1] * ro->i[2] != j.out[o].n || ro->i[2] % 2 ||
+            ro->i[3] % 2 || ro->i[3] > ro->i[2])
+            break;
+        j.out[o].rope_head_dim = ro->i[2];
+        j.out[o].rope_n_rot = ro->i[3];
+        j.out[o].rope_pos = dpos ? ro->pos - P : ro->pos;
+        j.out[o].rope_base = ro->f;
+        end++;
+    }
+    const rec *last = &l[end - 1];
+    if (last->op == OP_MATMUL && end < n && l[end].op == OP_ADD && l[end].p[1] == last->p[1] &&
+        l[end].stride[1] == last->stride[1] && l[end].i[0] == last->i[0] * last->i[1]) {
+        wk_dptr aa[REC_PTRS];
+        rec_addrs(&l[end], P, dpos, aa);
+        j.out[j.nout - 1].add = aa[0];
+        end++;
+    }
+    *st = wk_cuda_qmv(wk_cuda_engine_ctx(e), &j);
+    return end - i;
 }
 
 /* Run a list, fusing where the next operation allows it:
@@ -145,7 +259,9 @@ static bool feeds_matmul(const rec *r, int k, const rec *m, const int64_t *dpos)
  *   computes it and prepares it as that matmul's input;
  * - a quantized matmul whose output is then added to the residual: the add happens in
  *   the matmul's kernel;
- * - consecutive matmuls of one input (q, k, v; gate, up) prepare it once. */
+ * - consecutive matmuls of one input (q, k, v; gate, up) prepare it once;
+ * - with at most WK_CUDA_QMV_ROWS rows (decode), all of that is one matrix-vector launch
+ *   (try_qmv), the RoPE of q and k included. */
 static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
 {
     wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
@@ -153,7 +269,13 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
         const rec *r = &l[i], *next = i + 1 < n ? &l[i + 1] : NULL;
         wk_dptr a[REC_PTRS];
         rec_addrs(r, P, dpos, a);
-        wk_status st;
+        wk_status st = WK_OK;
+        int used = try_qmv(e, l, n, i, P, dpos, &st);
+        if (used) {
+            if (st) return st;
+            i += used - 1;
+            continue;
+        }
         if (r->op == OP_RMSNORM && next && feeds_matmul(r, 0, next, dpos) &&
             next->i[0] == r->i[0] && next->i[2] == r->i[1]) {
             st = wk_cuda_qmm_prepare_rmsnorm(c, a[0], a[1], (const float *)r->p[2], r->i[0], r->i[1],

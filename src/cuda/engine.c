@@ -111,6 +111,15 @@ bool wk_cuda_mm_graphable(const wk_qmatmul *mm)
     return d && d->path == WK_CUDA_MM_QUANT;
 }
 
+bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w)
+{
+    const wk_cuda_mm *d = mm->impl;
+    if (!d || d->path != WK_CUDA_MM_QUANT) return false;
+    *type = d->type;
+    *w = d->w;
+    return true;
+}
+
 static void wk_cuda_mm_free(wk_engine *e, wk_qmatmul *mm)
 {
     wk_cuda_mm *d = mm->impl;

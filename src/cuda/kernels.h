@@ -81,6 +81,41 @@ wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, cons
 wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t rows,
                                        int64_t dim, const int64_t *dpos);
 
+/* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows, the input prepared in the same
+ * launch from one of three sources: the input as it is (f32 or f16), x / rms(x) * norm_w
+ * (an RMSNorm, whose result is also stored at norm_out when its base is not NULL), or
+ * silu(x) * x2 (x2 f32, nothing stored). Up to three weights of one type and k share the
+ * input (q, k, v; gate, up), each with its output y[m, n] and, when add.base is not NULL,
+ * a residual that the result is also added to, or a RoPE applied to it. Precision as
+ * wk_cuda_qmm below 64 rows. */
+#define WK_CUDA_QMV_ROWS 8
+typedef enum { WK_QMV_INPUT, WK_QMV_RMSNORM, WK_QMV_SILU_MUL } wk_qmv_src;
+typedef struct wk_cuda_qmv_out {
+    const void *w;
+    int64_t n;
+    wk_dptr y, add;
+    /* RoPE of the result (rope_head_dim 0: none), as wk_cuda_rope: heads of rope_head_dim,
+     * pairs (2p, 2p + 1) below rope_n_rot rotated, input row r at rope_pos + r (+ *dpos). */
+    int64_t rope_head_dim, rope_n_rot, rope_pos;
+    float rope_base;
+} wk_cuda_qmv_out;
+typedef struct wk_cuda_qmv_job {
+    wk_type wtype;
+    int64_t k, m;
+    wk_qmv_src src;
+    wk_dptr x;
+    wk_type xtype; /* WK_QMV_INPUT only; the other sources read f32 */
+    wk_dptr x2;
+    const float *norm_w;
+    float eps;
+    wk_dptr norm_out;
+    int nout;
+    wk_cuda_qmv_out out[3];
+    const int64_t *dpos;
+} wk_cuda_qmv_job;
+wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j);
+size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k);
+
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
 wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t nelem,
                              void *dst, wk_type dst_type);

@@ -64,7 +64,7 @@ __global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int
 
 /* One block of ATT_WARPS warps per (head, row); each warp runs an online softmax over
  * every ATT_WARPS-th key, lanes holding dims lane + 32 i; the warps are merged at the end. */
-constexpr int ATT_WARPS = 4;
+constexpr int ATT_WARPS = 16;
 constexpr int ATT_DMAX = 8; /* head_dim <= 256 */
 
 __global__ void __launch_bounds__(ATT_WARPS * 32)

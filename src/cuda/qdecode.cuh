@@ -6,7 +6,8 @@
  * integers (exact in f16), and the step's scale and additive term, so that
  *     w[16 s + 4 t + i] = scale * q[i] + add.
  * The kernels multiply the integers on the tensor cores and apply scale and add in
- * f32 afterwards, so the weights enter the product exactly. */
+ * f32 afterwards, so the weights enter the product exactly. SG consecutive steps share one
+ * scale and additive term, so a kernel may apply them once per SG steps. */
 #ifndef WICK_CUDA_QDECODE_CUH
 #define WICK_CUDA_QDECODE_CUH
 
@@ -46,6 +47,7 @@ __device__ __forceinline__ void bytes_to_h2(uint32_t v, int bias, uint32_t &h01,
 }
 
 struct q4_0 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 18, S = 2;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -58,6 +60,7 @@ struct q4_0 {
     }
 };
 struct q4_1 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 20, S = 2;
     static constexpr bool ADD = true;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -70,6 +73,7 @@ struct q4_1 {
     }
 };
 struct q5_0 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 22, S = 2;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -85,6 +89,7 @@ struct q5_0 {
     }
 };
 struct q5_1 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 24, S = 2;
     static constexpr bool ADD = true;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -100,6 +105,7 @@ struct q5_1 {
     }
 };
 struct q8_0 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 34, S = 2;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -111,6 +117,7 @@ struct q8_0 {
     }
 };
 struct q8_1 {
+    static constexpr int SG = 2;
     static constexpr int QK = 32, BYTES = 36, S = 2;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -123,6 +130,7 @@ struct q8_1 {
 };
 /* K formats: 256 elements; step s covers elements 16 s .. 16 s + 15. */
 struct q2_K {
+    static constexpr int SG = 1;
     static constexpr int QK = 256, BYTES = 84, S = 16;
     static constexpr bool ADD = true;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -137,6 +145,7 @@ struct q2_K {
     }
 };
 struct q3_K {
+    static constexpr int SG = 1;
     static constexpr int QK = 256, BYTES = 110, S = 16;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -164,6 +173,7 @@ __device__ __forceinline__ void k4_scale_min(const uint8_t *q, int j, int &sc, i
     }
 }
 struct q4_K {
+    static constexpr int SG = 2;
     static constexpr int QK = 256, BYTES = 144, S = 16;
     static constexpr bool ADD = true;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -179,6 +189,7 @@ struct q4_K {
     }
 };
 struct q5_K {
+    static constexpr int SG = 2;
     static constexpr int QK = 256, BYTES = 176, S = 16;
     static constexpr bool ADD = true;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -197,6 +208,7 @@ struct q5_K {
     }
 };
 struct q6_K {
+    static constexpr int SG = 1;
     static constexpr int QK = 256, BYTES = 210, S = 16;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -214,6 +226,7 @@ struct q6_K {
     }
 };
 struct q8_K {
+    static constexpr int SG = 16;
     static constexpr int QK = 256, BYTES = 292, S = 16;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,
@@ -226,6 +239,7 @@ struct q8_K {
 };
 /* F16 weights: a "block" of 16 halves, used as they are. */
 struct f16 {
+    static constexpr int SG = 1;
     static constexpr int QK = 16, BYTES = 32, S = 1;
     static constexpr bool ADD = false;
     __device__ static __forceinline__ void step(const uint8_t *b, int s, int t, uint32_t &h01,

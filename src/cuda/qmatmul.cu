@@ -447,9 +447,8 @@ void launch_vec(wk_cuda_ctx *c, const uint8_t *w, size_t row_bytes, int64_t n, i
                 xprep p, int64_t m, wk_dptr y, wk_dptr add, const int64_t *dpos)
 {
     dim3 grid((unsigned)((n + 15) / 16), 1);
-    if (m <= 8) {
-        launch_mt<T, 1, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
-    } else if (m <= 16) {
+    /* 1 to 8 rows take the matrix-vector kernel (qmv.cu). */
+    if (m <= 16) {
         launch_mt<T, 2, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
     } else if (m <= 32) {
         launch_mt<T, 4, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
@@ -468,12 +467,19 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
     const uint8_t *wb = (const uint8_t *)w;
     uintptr_t a = (uintptr_t)wb;
     /* The widest copy that every row start and chunk keeps aligned. */
-    if (CB % 16 == 0 && row_bytes % 16 == 0 && a % 16 == 0)
-        launch_vec<T, 16>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
-    else if (CB % 4 == 0 && row_bytes % 4 == 0 && a % 4 == 0)
-        launch_vec<T, 4>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
-    else
-        launch_vec<T, 2>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
+    if constexpr (CB % 16 == 0) {
+        if (row_bytes % 16 == 0 && a % 16 == 0) {
+            launch_vec<T, 16>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
+            return wk_cuda_check_launch("the quantized matmul kernel");
+        }
+    }
+    if constexpr (CB % 4 == 0) {
+        if (row_bytes % 4 == 0 && a % 4 == 0) {
+            launch_vec<T, 4>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
+            return wk_cuda_check_launch("the quantized matmul kernel");
+        }
+    }
+    launch_vec<T, 2>(c, wb, row_bytes, n, k, p, m, y, add, dpos);
     return wk_cuda_check_launch("the quantized matmul kernel");
 }
 
@@ -608,6 +614,22 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if ((uintptr_t)x.base % 16 != 0 || x.stride % 16 != 0)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: the input rows must start on 16-byte "
                                        "boundaries", tr->name);
+    if (m <= WK_CUDA_QMV_ROWS && k % SEG == 0) {
+        wk_cuda_qmv_job j = {};
+        j.wtype = wtype;
+        j.k = k;
+        j.m = m;
+        j.src = WK_QMV_INPUT;
+        j.x = x;
+        j.xtype = xtype;
+        j.nout = 1;
+        j.out[0].w = w;
+        j.out[0].n = n;
+        j.out[0].y = y;
+        j.out[0].add = add;
+        j.dpos = dpos;
+        return wk_cuda_qmv(c, &j);
+    }
     wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmm_scratch_bytes(m, k));
     if (st) return st;
     int64_t mpad = padded_rows(m);

@@ -1,0 +1,649 @@
+/* Quantized matrix-vector products on the tensor cores: 1 to 8 input rows, the decode
+ * step's matmuls.
+ *
+ * y = x · Wᵀ with W in its GGUF format. x (at most 8 rows) is prepared as in the many-row
+ * kernel: each row scaled by a power of two below its largest |value|, split into
+ * hi = f16(x) and lo = f16(x - hi), sums of each 16 elements kept in f32. Here hi and lo
+ * of a row are two columns of the mma's B operand, so one mma.m16n8k16 serves four input
+ * rows at full precision, and the weights' scales are applied once per group of steps
+ * that share them.
+ *
+ * A block takes 16 weight rows; its warps split k into chunks of a few format blocks,
+ * each warp copying its next chunk's rows into shared memory with 4-byte asynchronous
+ * copies while it decodes the current one (rows that start on a 2-byte boundary are
+ * copied from the word below and read at an offset). The input is prepared inside the
+ * kernel when it is small (each block prepares its own copy in shared memory: no
+ * separate launch, which is what a decode step's latency is made of), else once by a
+ * preparation kernel into scratch. The preparation can also be an RMSNorm of x or
+ * silu(gate) * up, and one launch may serve up to three weights of one input (q, k, v;
+ * gate, up), each output optionally added to a residual. */
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuda/cuda_util.cuh"
+#include "cuda/qdecode.cuh"
+#include "cuda/traits_cxx.h"
+
+namespace {
+
+constexpr int SEG = 16;     /* elements per step */
+constexpr int MAX_WARPS = 8;
+constexpr int MAX_ROWS = 8; /* input rows */
+
+/* Format blocks per chunk: the fewest (1, 2, 4, 8) making at least 64 bytes per row
+ * and a whole number of 32-bit words. */
+__host__ __device__ constexpr int chunk_fit(int bytes, int ch)
+{
+    return ch >= 8 || (ch * bytes >= 64 && (ch * bytes) % 4 == 0) ? ch : chunk_fit(bytes, 2 * ch);
+}
+template <class T> struct geom {
+    static constexpr int CH = chunk_fit(T::BYTES, 1);
+    static constexpr int CB = CH * T::BYTES;          /* bytes of a chunk row */
+    static constexpr bool A2 = T::BYTES % 4 != 0;     /* rows may start on 2-byte boundaries */
+    static constexpr int WPR = (CB + (A2 ? 2 : 0) + 3) / 4; /* words copied per chunk row */
+    /* Row pitch in words, = 4 (mod 8): the 8 rows g of one load fall in distinct banks. */
+    static constexpr int PITCH_W = WPR % 8 <= 4 ? WPR - WPR % 8 + 4 : WPR - WPR % 8 + 12;
+    static constexpr int PITCH = PITCH_W * 4;
+};
+
+struct out_desc {
+    const uint8_t *w;
+    wk_dptr y, add;
+    int n;
+    int g0; /* first row group of this output in the grid */
+    int rope_hd, rope_rot; /* RoPE: head size (0: none), rotated dims */
+    int64_t rope_pos;
+    double rope_lb; /* log(base) / n_rot */
+};
+
+struct params {
+    out_desc out[3];
+    int nout;
+    int rg, wpg; /* row groups per block, warps per row group */
+    int k, m, nseg;
+    int src; /* wk_qmv_src */
+    bool x_f16;
+    wk_dptr x, x2, norm_out;
+    const float *norm_w;
+    float eps;
+    const int64_t *dpos;
+    size_t row_bytes;
+    /* Prepared input in scratch (inline == false): 2m arrays of xpitch halves, sums
+     * [m][nseg], scales [m]. */
+    bool inline_x;
+    __half *xg;
+    float *sums_g, *scale_g;
+    int xpitch;
+};
+
+__device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
+{
+    return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
+}
+
+__device__ __forceinline__ void load16(const float *x, float (&v)[16])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        float4 f = reinterpret_cast<const float4 *>(x)[i];
+        v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
+    }
+}
+__device__ __forceinline__ void load16(const __half *x, float (&v)[16])
+{
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        uint4 u = reinterpret_cast<const uint4 *>(x)[i];
+        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            float2 f = __half22float2(h[j]);
+            v[8 * i + 2 * j] = f.x, v[8 * i + 2 * j + 1] = f.y;
+        }
+    }
+}
+
+/* Sum or max over the block's threads, in a fixed order (the same result every run). */
+__device__ float block_reduce(float v, bool is_max, float *red)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int o = 16; o; o >>= 1) {
+        float u = __shfl_xor_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, u) : v + u;
+    }
+    __syncthreads(); /* red may still be read from the previous reduction */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = red[0];
+    for (int i = 1; i < nw; i++) r = is_max ? fmaxf(r, red[i]) : r + red[i];
+    return r;
+}
+
+/* Where the preparation reads row r: resolved once (the position is read once). */
+struct src_rows {
+    const char *x, *x2;
+    float *norm_out;
+};
+__device__ __forceinline__ src_rows resolve(const params &p)
+{
+    src_rows s;
+    s.x = at(p.x, p.dpos);
+    s.x2 = at(p.x2, p.dpos);
+    s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, p.dpos) : NULL;
+    return s;
+}
+
+/* The 16 values of segment j of input row r before any RMSNorm factor: the input, x * w
+ * (the RMSNorm's weight; the row's factor is applied by the caller), or silu(x) * x2. */
+__device__ __forceinline__ void source16(const params &p, const src_rows &sr, int r, int j, float (&v)[16])
+{
+    const size_t off = (size_t)r * p.k + (size_t)j * SEG;
+    if (p.src == WK_QMV_INPUT && p.x_f16) {
+        load16((const __half *)sr.x + off, v);
+        return;
+    }
+    load16((const float *)sr.x + off, v);
+    if (p.src == WK_QMV_SILU_MUL) {
+        float u[16];
+        load16((const float *)sr.x2 + off, u);
+#pragma unroll
+        for (int i = 0; i < 16; i++) v[i] = v[i] / (1.f + expf(-v[i])) * u[i];
+    }
+}
+
+/* Prepare input rows r0 .. r1-1 with all threads of the block: hi/lo halves into
+ * xh (row r's hi at array 2r, lo at 2r+1, xpitch halves apart), segment sums, scales.
+ * Two passes: the row's largest |value| (and for an RMSNorm its sum of squares; the
+ * largest |x * w| times the row's factor then bounds the values, which is all the scale
+ * needs), then the split. write_norm: also store the RMSNorm's result. */
+__device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xpitch, float *sums,
+                             float *scale, bool write_norm, float *red)
+{
+    const int nseg = p.nseg;
+    const bool norm = p.src == WK_QMV_RMSNORM;
+    const src_rows sr = resolve(p);
+    for (int r = r0; r < r1; r++) {
+        float mx = 0.f, ss = 0.f;
+        for (int j = threadIdx.x; j < nseg; j += blockDim.x) {
+            float v[16];
+            source16(p, sr, r, j, v);
+            if (norm) {
+#pragma unroll
+                for (int i = 0; i < 16; i++) {
+                    ss += v[i] * v[i];
+                    mx = fmaxf(mx, fabsf(v[i] * p.norm_w[j * SEG + i]));
+                }
+            } else {
+#pragma unroll
+                for (int i = 0; i < 16; i++) mx = fmaxf(mx, fabsf(v[i]));
+            }
+        }
+        float rr = 1.f;
+        if (norm) {
+            ss = block_reduce(ss, false, red);
+            rr = 1.f / sqrtf(ss / (float)p.k + p.eps);
+        }
+        mx = block_reduce(mx, true, red) * rr;
+        /* s = 2^e with max < s (about: values may reach s, f16 holds them all): x / s
+         * is exact. NaN/inf keep s = 1 and show. */
+        float s = 1.f;
+        int inv_e = 0;
+        if (mx > 0.f && isfinite(mx)) {
+            int e;
+            frexpf(mx, &e);
+            s = ldexpf(1.f, e);
+            inv_e = -e;
+        }
+        const float inv = ldexpf(1.f, inv_e);
+        for (int j = threadIdx.x; j < nseg; j += blockDim.x) {
+            float v[16], sum = 0.f;
+            source16(p, sr, r, j, v);
+            if (norm) {
+#pragma unroll
+                for (int i = 0; i < 16; i++) v[i] = v[i] * rr * p.norm_w[j * SEG + i];
+            }
+            if (write_norm) {
+                float *y = sr.norm_out + (size_t)r * p.k + (size_t)j * SEG;
+#pragma unroll
+                for (int i = 0; i < 4; i++)
+                    reinterpret_cast<float4 *>(y)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+            }
+            __align__(16) __half h[16], l[16];
+#pragma unroll
+            for (int i = 0; i < 16; i++) {
+                float f = v[i] * inv;
+                h[i] = __float2half_rn(f);
+                l[i] = __float2half_rn(f - __half2float(h[i]));
+                sum += f;
+            }
+            uint4 *dh = reinterpret_cast<uint4 *>(xh + (size_t)(2 * r) * xpitch + j * SEG);
+            uint4 *dl = reinterpret_cast<uint4 *>(xh + (size_t)(2 * r + 1) * xpitch + j * SEG);
+            dh[0] = reinterpret_cast<const uint4 *>(h)[0];
+            dh[1] = reinterpret_cast<const uint4 *>(h)[1];
+            dl[0] = reinterpret_cast<const uint4 *>(l)[0];
+            dl[1] = reinterpret_cast<const uint4 *>(l)[1];
+            sums[(size_t)r * nseg + j] = sum;
+        }
+        if (threadIdx.x == 0) scale[r] = s;
+    }
+}
+
+/* The preparation as its own kernel (large inputs): one block per input row. */
+__global__ void __launch_bounds__(256) prepare_kernel(params p)
+{
+    __shared__ float red[MAX_WARPS];
+    int r = blockIdx.x;
+    prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
+                 p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
+}
+
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    /* Never launched on GPUs older than compute capability 8.0 (the context refuses them). */
+    (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+#endif
+}
+
+__device__ __forceinline__ void cp_async4(void *dst, const void *src)
+{
+    unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(src));
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
+template <class T> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * geom<T>::PITCH; }
+__host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
+size_t xin_bytes(int m, int k) { return (size_t)2 * m * (k + SEG) * 2 + (size_t)m * (k / SEG) * 4 + MAX_ROWS * 4; }
+
+template <class T, int NX>
+__global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
+{
+    extern __shared__ __align__(16) uint8_t smem[];
+    using G = geom<T>;
+    constexpr int CH = G::CH, CB = G::CB, PITCH = G::PITCH, WPR = G::WPR;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    /* The block takes p.rg groups of 16 rows, p.wpg warps each splitting k. */
+    const int wpg = p.wpg, rg = warp / wpg, kw = warp - rg * wpg;
+
+    /* Which output and which 16 rows of it (none: the warp only helps to prepare x). */
+    int o = 0;
+    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
+    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
+    const out_desc od = p.out[o];
+    const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
+    const int live = min(16, od.n - n0);
+    const uint8_t *wr = od.w + (size_t)n0 * p.row_bytes;
+    const int nblk = p.k / T::QK, nchunk = (nblk + CH - 1) / CH;
+    const bool last_group = n0 + 16 >= od.n;
+    const bool aligned = (uintptr_t)od.w % 4 == 0;
+    /* The flat copy takes 16 rows of whole words; it may read 2 bytes past a row, so not
+     * in the group that holds the tensor's last row when rows can end mid-word. */
+    const bool fast_rows = live == 16 && aligned && (!G::A2 || !last_group);
+
+    uint8_t *stage = smem;
+    float *red = reinterpret_cast<float *>(smem + stage_bytes<T>(nw));
+    uint8_t *xin = smem + stage_bytes<T>(nw) + red_bytes(nw);
+    uint8_t *buf = stage + (size_t)warp * 2 * 16 * PITCH;
+
+    /* Byte offset of row r's data within its staging row (rows are 2-byte aligned). */
+    auto shift_of = [&](int r) -> int { return (int)(((uintptr_t)wr + (size_t)r * p.row_bytes) & 3); };
+    /* Rows past the end read the last row (their results are dropped). */
+    const int row0 = min(g, live - 1), row1 = min(g + 8, live - 1);
+    const int sh0 = live > 0 ? shift_of(row0) : 0, sh1 = live > 0 ? shift_of(row1) : 0;
+
+    auto stage_chunk = [&](int c, int slot) {
+        uint8_t *d = buf + slot * 16 * PITCH;
+        const int cb = min(CH, nblk - c * CH);
+        const size_t off = (size_t)c * CB;
+        if (fast_rows && cb == CH) {
+            for (int i = lane; i < 16 * WPR; i += 32) {
+                const int r = i / WPR, wd = i - r * WPR;
+                const uint8_t *src = wr + (size_t)r * p.row_bytes + off;
+                const uint32_t *s4 = reinterpret_cast<const uint32_t *>((uintptr_t)src & ~(uintptr_t)3) + wd;
+                cp_async4(d + r * PITCH + 4 * wd, s4);
+            }
+        } else if (aligned) {
+            /* Edge: a short chunk, fewer rows, or the tensor's end: row by row, exactly the
+             * words that hold the row's bytes; a last half word at the tensor's end is
+             * copied alone. */
+            const int bytes = cb * T::BYTES;
+            const bool tensor_end = last_group && c == nchunk - 1;
+            for (int r = 0; r < live; r++) {
+                const uint8_t *src = wr + (size_t)r * p.row_bytes + off;
+                const int sh = (int)((uintptr_t)src & 3);
+                const uint8_t *s4 = src - sh;
+                const int words = (sh + bytes + 3) / 4;
+                const bool cut = tensor_end && r == live - 1 && (sh + bytes) % 4 != 0;
+                for (int wd = lane; wd < words; wd += 32) {
+                    if (cut && wd == words - 1)
+                        *reinterpret_cast<uint16_t *>(d + r * PITCH + 4 * wd) =
+                            *reinterpret_cast<const uint16_t *>(s4 + 4 * wd);
+                    else
+                        cp_async4(d + r * PITCH + 4 * wd, s4 + 4 * wd);
+                }
+            }
+        } else {
+            /* A weight that does not start on a word: plain 2-byte copies. */
+            const int per_row = cb * T::BYTES / 2;
+            for (int r = 0; r < live; r++) {
+                const uint16_t *src = reinterpret_cast<const uint16_t *>(wr + (size_t)r * p.row_bytes + off);
+                uint16_t *dst = reinterpret_cast<uint16_t *>(d + r * PITCH + shift_of(r));
+                for (int h = lane; h < per_row; h += 32) dst[h] = src[h];
+            }
+        }
+        cp_commit();
+    };
+
+    /* Start the first copy, then prepare the input while it is in flight. */
+    int c = live > 0 ? kw : nchunk;
+    if (c < nchunk) stage_chunk(c, 0);
+
+    const __half *xh;
+    const float *sums, *xscale;
+    int xpitch;
+    if (p.inline_x) {
+        xpitch = p.k + SEG;
+        __half *xs = reinterpret_cast<__half *>(xin);
+        float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
+        float *sc = ss + (size_t)p.m * p.nseg;
+        prepare_rows(p, 0, p.m, xs, xpitch, ss, sc,
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
+        __syncthreads();
+        xh = xs, sums = ss, xscale = sc;
+    } else {
+        xh = p.xg, sums = p.sums_g, xscale = p.scale_g, xpitch = p.xpitch;
+    }
+
+    constexpr int nx = NX; /* mmas per step: input rows 0-3, 4-7 */
+    const int m2 = 2 * p.m;
+    /* Lane g supplies B column g: input row g/2 (+4 for the second mma), hi or lo. */
+    const __half *xb0 = xh + (size_t)min(g, m2 - 1) * xpitch + 4 * t;
+    const __half *xb1 = xh + (size_t)min(8 + g, m2 - 1) * xpitch + 4 * t;
+    const bool bl0 = g < m2, bl1 = 8 + g < m2;
+    const float *sum0 = sums + (size_t)min(t, p.m - 1) * p.nseg;
+    const float *sum1 = sums + (size_t)min(4 + t, p.m - 1) * p.nseg;
+
+    float acc[2][4];
+#pragma unroll
+    for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    auto block = [&](const uint8_t *b0p, const uint8_t *b1p, int blk) {
+#pragma unroll
+        for (int s0 = 0; s0 < T::S; s0 += T::SG) {
+            float tmp[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            float sc0 = 0.f, sc1 = 0.f, ad0 = 0.f, ad1 = 0.f, xs0 = 0.f, xs1 = 0.f;
+#pragma unroll
+            for (int s = s0; s < s0 + T::SG; s++) {
+                uint32_t a0, a1, a2, a3;
+                float c0, c1, d0, d1;
+                T::step(b0p, s, t, a0, a2, c0, d0);
+                T::step(b1p, s, t, a1, a3, c1, d1);
+                if (s == s0) sc0 = c0, sc1 = c1, ad0 = d0, ad1 = d1;
+                const int seg = blk * (T::QK / SEG) + s;
+                uint2 bx = bl0 ? *reinterpret_cast<const uint2 *>(xb0 + seg * SEG) : make_uint2(0, 0);
+                mma16816(tmp[0], a0, a1, a2, a3, bx.x, bx.y);
+                if (T::ADD) xs0 += sum0[seg];
+                if (nx > 1) {
+                    uint2 by = bl1 ? *reinterpret_cast<const uint2 *>(xb1 + seg * SEG) : make_uint2(0, 0);
+                    mma16816(tmp[1], a0, a1, a2, a3, by.x, by.y);
+                    if (T::ADD) xs1 += sum1[seg];
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 2; j++) {
+                if (j >= nx) break;
+                acc[j][0] = fmaf(sc0, tmp[j][0], acc[j][0]);
+                acc[j][1] = fmaf(sc0, tmp[j][1], acc[j][1]);
+                acc[j][2] = fmaf(sc1, tmp[j][2], acc[j][2]);
+                acc[j][3] = fmaf(sc1, tmp[j][3], acc[j][3]);
+                if (T::ADD) { /* column 2t is row t's hi: the additive term goes there */
+                    const float xs = j ? xs1 : xs0;
+                    acc[j][0] = fmaf(ad0, xs, acc[j][0]);
+                    acc[j][2] = fmaf(ad1, xs, acc[j][2]);
+                }
+            }
+        }
+    };
+
+    for (int it = 0; c < nchunk; c += wpg, it++) {
+        const int slot = it & 1;
+        if (c + wpg < nchunk) {
+            stage_chunk(c + wpg, slot ^ 1);
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
+        }
+        __syncwarp();
+        const uint8_t *r0 = buf + slot * 16 * PITCH + row0 * PITCH + sh0;
+        const uint8_t *r1 = buf + slot * 16 * PITCH + row1 * PITCH + sh1;
+        if (c * CH + CH <= nblk) {
+#pragma unroll
+            for (int bb = 0; bb < CH; bb++) block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
+        } else {
+            for (int bb = 0; bb < nblk - c * CH; bb++)
+                block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
+        }
+        __syncwarp(); /* the buffer is refilled by the next-but-one copy */
+    }
+
+    /* The warps of a row group add up their k parts in a fixed order. */
+    if (wpg > 1) {
+        if (kw > 0)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) red[(warp * 8 + j * 4 + i) * 32 + lane] = acc[j][i];
+        __syncthreads();
+        if (kw > 0) return;
+        for (int v = 1; v < wpg; v++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
+    }
+    if (live <= 0) return;
+    float *y = (float *)at(od.y, p.dpos);
+    float *add = od.add.base ? (float *)at(od.add, p.dpos) : NULL;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        if (j >= nx) break;
+        const int row = 4 * j + t;
+        const float s = xscale[min(row, p.m - 1)];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int col = n0 + g + 8 * h;
+            float v = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
+            if (od.rope_hd) {
+                /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Angles in
+                 * double, as wk_cuda_rope. */
+                const float other = __shfl_xor_sync(0xffffffffu, v, 4);
+                const int d = col % od.rope_hd;
+                if (d < od.rope_rot) {
+                    const int64_t pos = od.rope_pos + (p.dpos ? *p.dpos : 0) + row;
+                    const double theta = (double)pos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
+                    double sn, cs;
+                    sincos(theta, &sn, &cs);
+                    const float c = (float)cs, sf = (float)sn;
+                    v = (g & 1) ? other * sf + v * c : v * c - other * sf;
+                }
+            }
+            if (row >= p.m || col >= od.n) continue;
+            y[(size_t)row * od.n + col] = v;
+            if (add) add[(size_t)row * od.n + col] += v;
+        }
+    }
+}
+
+/* Largest input (m * k elements) prepared inside the kernel; WICK_CUDA_QMV_INLINE
+ * overrides it (0: always a separate preparation), read once. */
+long inline_limit()
+{
+    static long lim = -1;
+    if (lim < 0) {
+        const char *e = getenv("WICK_CUDA_QMV_INLINE");
+        lim = e ? atol(e) : 8192;
+        if (lim < 0) lim = 0;
+    }
+    return lim;
+}
+
+template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
+{
+    using G = geom<T>;
+    const int nblk = p.k / T::QK, nchunk = (nblk + G::CH - 1) / G::CH;
+    int groups = 0;
+    for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
+    /* Warps per row group: up to 8 splitting k, but no more in all than about 24 per SM
+     * (3 blocks of 8 at the kernel's register bound), so that large matrices run in one
+     * wave; then as many row groups per block as fill 8 warps while every SM still gets
+     * a block (each block prepares its own input). */
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+    }
+    int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
+    const long budget = 24L * sms;
+    if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
+    int rg = MAX_WARPS / wpg;
+    if (rg > groups / sms) rg = groups / sms < 1 ? 1 : groups / sms;
+    p.wpg = wpg;
+    p.rg = rg;
+    const int nw = wpg * rg;
+    int blocks = 0;
+    for (int i = 0; i < p.nout; i++) {
+        p.out[i].g0 = blocks;
+        blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
+    }
+    size_t smem = stage_bytes<T>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
+    if (smem > (size_t)200 << 10)
+        return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
+                                       "(k = %d too large)", smem, p.k);
+    static size_t allowed[2] = {48 << 10, 48 << 10}; /* dynamic shared memory granted */
+    if (smem > allowed[p.m > 4]) {
+        if (p.m > 4)
+            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
+        else
+            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
+        allowed[p.m > 4] = (size_t)200 << 10;
+    }
+    if (p.m > 4)
+        qmv_kernel<T, 2><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
+    else
+        qmv_kernel<T, 1><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
+    return wk_cuda_check_launch("the quantized matrix-vector kernel");
+}
+
+size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+} // namespace
+
+extern "C" size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k)
+{
+    return round_up((size_t)(2 * m * (k + SEG)) * 2, 256) + round_up((size_t)(m * (k / SEG)) * 4, 256) +
+           round_up(MAX_ROWS * 4, 256);
+}
+
+extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
+{
+    const wk_type_traits *tr = wk_traits(j->wtype);
+    if (!tr || !wk_cuda_qmm_supports(j->wtype))
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s has no kernel",
+                       tr ? tr->name : "(unknown)");
+    const int64_t qk = j->wtype == WK_TYPE_F16 ? 16 : tr->block_size;
+    if (j->m < 1 || j->m > MAX_ROWS || j->nout < 1 || j->nout > 3)
+        return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
+                                       "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
+    if (j->k <= 0 || j->k % qk != 0 || j->k % SEG != 0 || j->k > (1 << 24))
+        return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: k = %lld must be a positive "
+                                       "multiple of %lld", tr->name, (long long)j->k, (long long)(qk > SEG ? qk : SEG));
+    if (j->src == WK_QMV_INPUT && j->xtype != WK_TYPE_F32 && j->xtype != WK_TYPE_F16)
+        return wk_fail(WK_ERR_INVALID, "CUDA matmul: input type %s (only f32 and f16 inputs)",
+                       wk_traits(j->xtype) ? wk_traits(j->xtype)->name : "(unknown)");
+    if ((uintptr_t)j->x.base % 16 || j->x.stride % 16 || (uintptr_t)j->x2.base % 16 || j->x2.stride % 16 ||
+        (uintptr_t)j->norm_out.base % 16 || j->norm_out.stride % 16)
+        return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: the input rows must start on "
+                                       "16-byte boundaries", tr->name);
+    params p = {};
+    p.nout = j->nout;
+    for (int i = 0; i < j->nout; i++) {
+        if (j->out[i].n <= 0 || j->out[i].n > INT32_MAX - 16)
+            return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: output %d has %lld rows",
+                           tr->name, i, (long long)j->out[i].n);
+        if ((uintptr_t)j->out[i].w % 2)
+            return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: weight %d at an odd address",
+                           tr->name, i);
+        p.out[i].w = (const uint8_t *)j->out[i].w;
+        p.out[i].y = j->out[i].y;
+        p.out[i].add = j->out[i].add;
+        p.out[i].n = (int)j->out[i].n;
+        if (j->out[i].rope_head_dim) {
+            const int64_t hd = j->out[i].rope_head_dim, rot = j->out[i].rope_n_rot;
+            if (hd <= 0 || hd % 2 || j->out[i].n % hd || rot < 0 || rot > hd || rot % 2)
+                return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector RoPE: head size %lld, %lld rotated "
+                                               "dims, %lld outputs", (long long)hd, (long long)rot,
+                               (long long)j->out[i].n);
+            p.out[i].rope_hd = (int)hd;
+            p.out[i].rope_rot = (int)rot;
+            p.out[i].rope_pos = j->out[i].rope_pos;
+            p.out[i].rope_lb = rot ? log((double)j->out[i].rope_base) / (double)rot : 0.0;
+        }
+    }
+    p.k = (int)j->k;
+    p.m = (int)j->m;
+    p.nseg = (int)(j->k / SEG);
+    p.src = j->src;
+    p.x_f16 = j->src == WK_QMV_INPUT && j->xtype == WK_TYPE_F16;
+    p.x = j->x;
+    p.x2 = j->x2;
+    p.norm_out = j->norm_out;
+    p.norm_w = j->norm_w;
+    p.eps = j->eps;
+    p.dpos = j->dpos;
+    p.row_bytes = (size_t)(j->k / qk) * (j->wtype == WK_TYPE_F16 ? 32 : tr->block_bytes);
+    p.inline_x = j->m * j->k <= inline_limit();
+    if (!p.inline_x) {
+        wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
+        if (st) return st;
+        char *s = (char *)c->scratch;
+        p.xpitch = (int)(j->k + SEG);
+        p.xg = (__half *)s;
+        s += round_up((size_t)(2 * j->m * (j->k + SEG)) * 2, 256);
+        p.sums_g = (float *)s;
+        s += round_up((size_t)(j->m * (j->k / SEG)) * 4, 256);
+        p.scale_g = (float *)s;
+        prepare_kernel<<<(unsigned)j->m, 128, 0, c->stream>>>(p);
+        WK_LAUNCHED("the matrix-vector input preparation");
+    }
+    switch (j->wtype) {
+    case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
+    case WK_TYPE_Q4_1: return launch<wkq::q4_1>(c, p);
+    case WK_TYPE_Q5_0: return launch<wkq::q5_0>(c, p);
+    case WK_TYPE_Q5_1: return launch<wkq::q5_1>(c, p);
+    case WK_TYPE_Q8_0: return launch<wkq::q8_0>(c, p);
+    case WK_TYPE_Q8_1: return launch<wkq::q8_1>(c, p);
+    case WK_TYPE_Q2_K: return launch<wkq::q2_K>(c, p);
+    case WK_TYPE_Q3_K: return launch<wkq::q3_K>(c, p);
+    case WK_TYPE_Q4_K: return launch<wkq::q4_K>(c, p);
+    case WK_TYPE_Q5_K: return launch<wkq::q5_K>(c, p);
+    case WK_TYPE_Q6_K: return launch<wkq::q6_K>(c, p);
+    case WK_TYPE_Q8_K: return launch<wkq::q8_K>(c, p);
+    case WK_TYPE_F16: return launch<wkq::f16>(c, p);
+    default: break;
+    }
+    return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s", tr->name);
+}
