@@ -32,17 +32,26 @@ constexpr int SEG = 16;     /* elements per step */
 constexpr int MAX_WARPS = 8;
 constexpr int MAX_ROWS = 8; /* input rows */
 
-/* Format blocks per chunk: the fewest (1, 2, 4, 8) making at least 64 bytes per row
- * and a whole number of 32-bit words. */
-__host__ __device__ constexpr int chunk_fit(int bytes, int ch)
+/* Format blocks per chunk. Small chunks (decode's short rows: more warps share k): the
+ * fewest (1, 2, 4, 8) making at least 64 bytes per row and whole 32-bit words. Big
+ * chunks (long rows: fewer, wider copies): the fewest making at least 128 bytes in whole
+ * 16-byte pieces, up to 512 bytes, else the small choice from 128 bytes. */
+__host__ __device__ constexpr int chunk_fit(int bytes, int ch, int least, int align)
 {
-    return ch >= 8 || (ch * bytes >= 64 && (ch * bytes) % 4 == 0) ? ch : chunk_fit(bytes, 2 * ch);
+    return ch >= 8 || (ch * bytes >= least && (ch * bytes) % align == 0) ? ch : chunk_fit(bytes, 2 * ch, least, align);
 }
-template <class T> struct geom {
-    static constexpr int CH = chunk_fit(T::BYTES, 1);
+__host__ __device__ constexpr int chunk_big(int bytes)
+{
+    return chunk_fit(bytes, 1, 128, 16) * bytes % 16 == 0 && chunk_fit(bytes, 1, 128, 16) * bytes <= 512
+               ? chunk_fit(bytes, 1, 128, 16)
+               : chunk_fit(bytes, 1, 128, 4);
+}
+template <class T, bool BIG> struct geom {
+    static constexpr int CH = BIG ? chunk_big(T::BYTES) : chunk_fit(T::BYTES, 1, 64, 4);
     static constexpr int CB = CH * T::BYTES;          /* bytes of a chunk row */
     static constexpr bool A2 = T::BYTES % 4 != 0;     /* rows may start on 2-byte boundaries */
     static constexpr int WPR = (CB + (A2 ? 2 : 0) + 3) / 4; /* words copied per chunk row */
+    static constexpr bool V16 = CB % 16 == 0;         /* 16-byte copies when rows allow */
     /* Row pitch in words, = 4 (mod 8): the 8 rows g of one load fall in distinct banks. */
     static constexpr int PITCH_W = WPR % 8 <= 4 ? WPR - WPR % 8 + 4 : WPR - WPR % 8 + 12;
     static constexpr int PITCH = PITCH_W * 4;
@@ -262,15 +271,15 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
-template <class T> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * geom<T>::PITCH; }
+template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
 __host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
 size_t xin_bytes(int m, int k) { return (size_t)2 * m * (k + SEG) * 2 + (size_t)m * (k / SEG) * 4 + MAX_ROWS * 4; }
 
-template <class T, int NX>
+template <class T, int NX, bool BIG>
 __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
 {
     extern __shared__ __align__(16) uint8_t smem[];
-    using G = geom<T>;
+    using G = geom<T, BIG>;
     constexpr int CH = G::CH, CB = G::CB, PITCH = G::PITCH, WPR = G::WPR;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -291,10 +300,12 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
     /* The flat copy takes 16 rows of whole words; it may read 2 bytes past a row, so not
      * in the group that holds the tensor's last row when rows can end mid-word. */
     const bool fast_rows = live == 16 && aligned && (!G::A2 || !last_group);
+    /* 16-byte copies: every chunk row starts on 16 bytes and ends where the next begins. */
+    const bool vec16 = G::V16 && live == 16 && (uintptr_t)od.w % 16 == 0 && p.row_bytes % 16 == 0;
 
     uint8_t *stage = smem;
-    float *red = reinterpret_cast<float *>(smem + stage_bytes<T>(nw));
-    uint8_t *xin = smem + stage_bytes<T>(nw) + red_bytes(nw);
+    float *red = reinterpret_cast<float *>(smem + stage_bytes<G>(nw));
+    uint8_t *xin = smem + stage_bytes<G>(nw) + red_bytes(nw);
     uint8_t *buf = stage + (size_t)warp * 2 * 16 * PITCH;
 
     /* Byte offset of row r's data within its staging row (rows are 2-byte aligned). */
@@ -307,7 +318,15 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         uint8_t *d = buf + slot * 16 * PITCH;
         const int cb = min(CH, nblk - c * CH);
         const size_t off = (size_t)c * CB;
-        if (fast_rows && cb == CH) {
+        if (vec16 && cb == CH) {
+            constexpr int VPR = CB / 16;
+            for (int i = lane; i < 16 * VPR; i += 32) {
+                const int r = i / VPR, v = i - r * VPR;
+                const uint8_t *src = wr + (size_t)r * p.row_bytes + off + 16 * v;
+                unsigned sa = (unsigned)__cvta_generic_to_shared(d + r * PITCH + 16 * v);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
+            }
+        } else if (fast_rows && cb == CH) {
             for (int i = lane; i < 16 * WPR; i += 32) {
                 const int r = i / WPR, wd = i - r * WPR;
                 const uint8_t *src = wr + (size_t)r * p.row_bytes + off;
@@ -499,9 +518,9 @@ long inline_limit()
     return lim;
 }
 
-template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
+template <class T, int NX, bool BIG> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
 {
-    using G = geom<T>;
+    using G = geom<T, BIG>;
     const int nblk = p.k / T::QK, nchunk = (nblk + G::CH - 1) / G::CH;
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
@@ -509,13 +528,6 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
      * (3 blocks of 8 at the kernel's register bound), so that large matrices run in one
      * wave; then as many row groups per block as fill 8 warps while every SM still gets
      * a block (each block prepares its own input). */
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
     int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
     const long budget = 24L * sms;
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
@@ -529,23 +541,39 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
         p.out[i].g0 = blocks;
         blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
     }
-    size_t smem = stage_bytes<T>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
+    size_t smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
     if (smem > (size_t)200 << 10)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                        "(k = %d too large)", smem, p.k);
-    static size_t allowed[2] = {48 << 10, 48 << 10}; /* dynamic shared memory granted */
-    if (smem > allowed[p.m > 4]) {
-        if (p.m > 4)
-            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
-        else
-            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
-        allowed[p.m > 4] = (size_t)200 << 10;
+    static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
+    if (smem > allowed) {
+        WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
+        allowed = (size_t)200 << 10;
     }
-    if (p.m > 4)
-        qmv_kernel<T, 2><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
-    else
-        qmv_kernel<T, 1><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
+    qmv_kernel<T, NX, BIG><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
     return wk_cuda_check_launch("the quantized matrix-vector kernel");
+}
+
+int sm_count()
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            sms = 1;
+    }
+    return sms;
+}
+
+/* Big chunks when k gives 8 warps a big chunk each, else small ones. */
+template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
+{
+    const int sms = sm_count();
+    const bool big = p.k / T::QK >= 8 * geom<T, true>::CH;
+    if (p.m > 4)
+        return big ? launch_k<T, 2, true>(c, p, sms) : launch_k<T, 2, false>(c, p, sms);
+    return big ? launch_k<T, 1, true>(c, p, sms) : launch_k<T, 1, false>(c, p, sms);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -615,7 +643,10 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.eps = j->eps;
     p.dpos = j->dpos;
     p.row_bytes = (size_t)(j->k / qk) * (j->wtype == WK_TYPE_F16 ? 32 : tr->block_bytes);
-    p.inline_x = j->m * j->k <= inline_limit();
+    /* Inside the kernel when the input is small and few blocks repeat the work. */
+    int64_t groups = 0;
+    for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
+    p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= ((int64_t)1 << 20);
     if (!p.inline_x) {
         wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
         if (st) return st;
