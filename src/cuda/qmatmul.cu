@@ -17,10 +17,14 @@
 #include <stdint.h>
 
 #include "cuda/cuda_util.cuh"
+#include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
 #include "cuda/traits_cxx.h"
 
 namespace {
+
+using wkm::load16;
+using wkm::mma16816;
 
 constexpr int SEG = 16; /* elements per step; sums of x are kept per step */
 
@@ -57,29 +61,6 @@ __device__ __forceinline__ size_t frag_index(int mpad, int row, int e)
 {
     int seg = e / SEG, w = e % SEG;
     return (((size_t)seg * (mpad / 8) + row / 8) * 32 + (row % 8) * 4 + w / 4) * 4 + w % 4;
-}
-
-/* Sixteen consecutive elements of x as floats (x rows are 16-element aligned). */
-__device__ __forceinline__ void load16(const float *x, float (&v)[16])
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float4 f = reinterpret_cast<const float4 *>(x)[i];
-        v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
-    }
-}
-__device__ __forceinline__ void load16(const __half *x, float (&v)[16])
-{
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        uint4 u = reinterpret_cast<const uint4 *>(x)[i];
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float2 f = __half22float2(h[j]);
-            v[8 * i + 2 * j] = f.x, v[8 * i + 2 * j + 1] = f.y;
-        }
-    }
 }
 
 __device__ __forceinline__ void store16(float *y, const float (&v)[16])
@@ -214,21 +195,6 @@ __global__ void __launch_bounds__(128) prepare_x(SRC src, const int64_t *dpos, i
         p.sums[(size_t)j * p.mpad + row] = sum;
     }
     if (threadIdx.x == 0) p.scale[row] = s;
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    /* Built for a GPU older than compute capability 8.0: never launched there, since the
-     * context refuses such GPUs before any kernel runs. */
-    (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
-#endif
 }
 
 /* Format blocks per chunk: the fewest (1, 2, 4, 8) whose chunk row has at least 128 bytes

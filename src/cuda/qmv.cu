@@ -23,10 +23,14 @@
 #include <stdlib.h>
 
 #include "cuda/cuda_util.cuh"
+#include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
 #include "cuda/traits_cxx.h"
 
 namespace {
+
+using wkm::load16;
+using wkm::mma16816;
 
 constexpr int SEG = 16;     /* elements per step */
 constexpr int MAX_WARPS = 8;
@@ -90,28 +94,6 @@ struct params {
 __device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
 {
     return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
-}
-
-__device__ __forceinline__ void load16(const float *x, float (&v)[16])
-{
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        float4 f = reinterpret_cast<const float4 *>(x)[i];
-        v[4 * i] = f.x, v[4 * i + 1] = f.y, v[4 * i + 2] = f.z, v[4 * i + 3] = f.w;
-    }
-}
-__device__ __forceinline__ void load16(const __half *x, float (&v)[16])
-{
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        uint4 u = reinterpret_cast<const uint4 *>(x)[i];
-        const __half2 *h = reinterpret_cast<const __half2 *>(&u);
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            float2 f = __half22float2(h[j]);
-            v[8 * i + 2 * j] = f.x, v[8 * i + 2 * j + 1] = f.y;
-        }
-    }
 }
 
 /* Sum or max over the block's threads, in a fixed order (the same result every run). */
@@ -246,20 +228,6 @@ __global__ void __launch_bounds__(256) prepare_kernel(params p)
     int r = blockIdx.x;
     prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
                  p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
-}
-
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    /* Never launched on GPUs older than compute capability 8.0 (the context refuses them). */
-    (void)d, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
-#endif
 }
 
 __device__ __forceinline__ void cp_async4(void *dst, const void *src)
