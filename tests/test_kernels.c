@@ -207,11 +207,12 @@ static void test_repacked(wk_isa isa)
 }
 
 /* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
- * block of 5 (a tile and a remainder). Against the scalar kernel, and bitwise against
- * the rows one at a time. */
+ * block of 5 (a tile and a remainder); 24 columns are a pair of 8-column groups served
+ * together and a last group alone. Against the scalar kernel, and bitwise against the
+ * rows one at a time. */
 static void test_repacked_many_rows(wk_isa isa)
 {
-    enum { NR = 37, NC = 16 };
+    enum { NR = 37, NC = 24 };
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
                              WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

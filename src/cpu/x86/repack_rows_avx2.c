@@ -302,49 +302,67 @@ WK_INLINE size_t wk_act_qs_off(int kind)
     return kind == WK_K_Q4_1 || kind == WK_K_Q5_1 ? offsetof(wk_block_q8_1, qs) : offsetof(wk_block_q8_0, qs);
 }
 
-/* R rows (x: the first row's first block of the unit) times one decoded unit; y: the
- * first row's 8 accumulators. */
+/* R rows (x: the first row's first block of the unit) times G decoded units of adjacent
+ * column groups (u[0..G-1]); y: the first row's 8 * G accumulators. One broadcast of
+ * activation bytes feeds the G groups: with G = 2 a step costs 6 loads for 8 products
+ * instead of 5 for 4, which measured 15-25% faster on Zen 3 for the 4-bit codes. */
 #define WK_UNROLL _Pragma("GCC unroll 16")
-WK_INLINE void wk_unit_rows(const int kind, const int R, const wk_unit *u, int nbu, const char *x,
-                            size_t xs, const wk_act_unit *a, float *y, size_t ldy)
+WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_unit *u, int nbu,
+                            const char *x, size_t xs, const wk_act_unit *a, float *y, size_t ldy)
 {
     const __m256i ones = _mm256_set1_epi16(1);
     const int8_t *xq[4];
-    __m256 acc[4];
+    __m256 acc[4][2];
     WK_UNROLL for (int r = 0; r < R; r++) {
         xq[r] = (const int8_t *)(x + r * xs + wk_act_qs_off(kind));
-        acc[r] = _mm256_loadu_ps(y + r * ldy);
+        WK_UNROLL for (int g = 0; g < G; g++) acc[r][g] = _mm256_loadu_ps(y + r * ldy + 8 * g);
     }
     if (!wk_is_k(kind)) {
         const size_t xbb = wk_act_block_bytes(kind);
         for (int j = 0; j < nbu; j++) {
-            __m256i i32[4], p16[4];
+            __m256i i32[4][2], p16[4][2];
+            WK_UNROLL for (int r = 0; r < 4; r++) /* every one is set by its first step */
+                WK_UNROLL for (int g = 0; g < 2; g++) i32[r][g] = p16[r][g] = _mm256_setzero_si256();
             if (kind == WK_K_Q8_0) {
                 WK_UNROLL for (int t = 0; t < 8; t++) {
-                    __m256i wq = _mm256_load_si256(&u->q[8 * j + t]), ws = _mm256_load_si256(&u->w[8 * j + t]);
+                    __m256i wq[2], ws[2];
+                    WK_UNROLL for (int g = 0; g < G; g++) {
+                        wq[g] = _mm256_load_si256(&u[g].q[8 * j + t]);
+                        ws[g] = _mm256_load_si256(&u[g].w[8 * j + t]);
+                    }
                     WK_UNROLL for (int r = 0; r < R; r++) {
-                        __m256i xv = _mm256_sign_epi8(wk_bcast4(xq[r] + j * xbb + 4 * t), ws);
-                        wk_acc32(&i32[r], t == 0, _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xv), ones));
+                        __m256i xb = wk_bcast4(xq[r] + j * xbb + 4 * t);
+                        WK_UNROLL for (int g = 0; g < G; g++)
+                            wk_acc32(&i32[r][g], t == 0,
+                                     _mm256_madd_epi16(_mm256_maddubs_epi16(wq[g], _mm256_sign_epi8(xb, ws[g])), ones));
                     }
                 }
             } else {
                 /* Q4 codes (<= 15): 8 steps in 16 bits; Q5 codes (<= 31): 4 steps. */
                 const int flush = kind == WK_K_Q5_0 || kind == WK_K_Q5_1 ? 4 : 8;
                 WK_UNROLL for (int t = 0; t < 8; t++) {
-                    __m256i wq = _mm256_load_si256(&u->q[8 * j + t]);
-                    WK_UNROLL for (int r = 0; r < R; r++)
-                        wk_acc16(&p16[r], t % flush == 0, _mm256_maddubs_epi16(wq, wk_bcast4(xq[r] + j * xbb + 4 * t)));
+                    __m256i wq[2];
+                    WK_UNROLL for (int g = 0; g < G; g++) wq[g] = _mm256_load_si256(&u[g].q[8 * j + t]);
+                    WK_UNROLL for (int r = 0; r < R; r++) {
+                        __m256i xb = wk_bcast4(xq[r] + j * xbb + 4 * t);
+                        WK_UNROLL for (int g = 0; g < G; g++)
+                            wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                    }
                     if (t % flush == flush - 1)
                         WK_UNROLL for (int r = 0; r < R; r++)
-                            wk_acc32(&i32[r], t == flush - 1, _mm256_madd_epi16(p16[r], ones));
+                            WK_UNROLL for (int g = 0; g < G; g++)
+                                wk_acc32(&i32[r][g], t == flush - 1, _mm256_madd_epi16(p16[r][g], ones));
                 }
             }
             WK_UNROLL for (int r = 0; r < R; r++) {
-                __m256i v = i32[r];
-                if (kind == WK_K_Q4_0 || kind == WK_K_Q5_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(a[r].off[j]));
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->d[j], _mm256_set1_ps(a[r].d[j])), acc[r]);
-                if (kind == WK_K_Q4_1 || kind == WK_K_Q5_1)
-                    acc[r] = _mm256_fmadd_ps(u->m[j], _mm256_set1_ps(a[r].s[j]), acc[r]);
+                const __m256 dx = _mm256_set1_ps(a[r].d[j]);
+                WK_UNROLL for (int g = 0; g < G; g++) {
+                    __m256i v = i32[r][g];
+                    if (kind == WK_K_Q4_0 || kind == WK_K_Q5_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(a[r].off[j]));
+                    acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u[g].d[j], dx), acc[r][g]);
+                    if (kind == WK_K_Q4_1 || kind == WK_K_Q5_1)
+                        acc[r][g] = _mm256_fmadd_ps(u[g].m[j], _mm256_set1_ps(a[r].s[j]), acc[r][g]);
+                }
             }
         }
     } else {
@@ -353,37 +371,89 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const wk_unit *u, int n
          * sub-block's integer scale into 32 bits. */
         const int flush = kind == WK_K_Q4_K ? 8 : kind == WK_K_Q6_K ? 2 : 4;
         const int per_scale = kind == WK_K_Q4_K ? 8 : 4; /* steps per scale */
-        __m256i isum[4], p16[4];
+        __m256i isum[4][2], p16[4][2];
+        WK_UNROLL for (int r = 0; r < 4; r++) /* every one is set by its first step */
+            WK_UNROLL for (int g = 0; g < 2; g++) isum[r][g] = p16[r][g] = _mm256_setzero_si256();
         for (int t0 = 0; t0 < WK_UNIT_STEPS; t0 += 8) {
             WK_UNROLL for (int t = t0; t < t0 + 8; t++) {
-                __m256i wq = _mm256_load_si256(&u->q[t]);
-                WK_UNROLL for (int r = 0; r < R; r++)
-                    wk_acc16(&p16[r], t % flush == 0, _mm256_maddubs_epi16(wq, wk_bcast4(xq[r] + 4 * t)));
+                __m256i wq[2];
+                WK_UNROLL for (int g = 0; g < G; g++) wq[g] = _mm256_load_si256(&u[g].q[t]);
+                WK_UNROLL for (int r = 0; r < R; r++) {
+                    __m256i xb = wk_bcast4(xq[r] + 4 * t);
+                    WK_UNROLL for (int g = 0; g < G; g++)
+                        wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                }
                 if (t % flush == flush - 1) {
-                    __m256i sc = _mm256_load_si256(&u->sc[t / per_scale]);
-                    WK_UNROLL for (int r = 0; r < R; r++)
-                        wk_acc32(&isum[r], t == flush - 1, _mm256_madd_epi16(p16[r], sc));
+                    WK_UNROLL for (int g = 0; g < G; g++) {
+                        __m256i sc = _mm256_load_si256(&u[g].sc[t / per_scale]);
+                        WK_UNROLL for (int r = 0; r < R; r++)
+                            wk_acc32(&isum[r][g], t == flush - 1, _mm256_madd_epi16(p16[r][g], sc));
+                    }
                 }
             }
         }
         const int npairs = kind == WK_K_Q4_K ? 4 : 8;
         WK_UNROLL for (int r = 0; r < R; r++) {
-            __m256i msum = _mm256_setzero_si256();
-            for (int q = 0; q < npairs; q++)
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_load_si256(&u->mn[q]),
-                                                                _mm256_set1_epi32(a[r].bp[q])));
-            __m256 dx = _mm256_set1_ps(a[r].d[0]);
-            if (kind == WK_K_Q6_K) {
-                /* codes are stored + 32: take 32 * sum(scale * bsum) off */
-                __m256i v = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(msum, 5));
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u->d[0], dx), acc[r]);
-            } else {
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(u->d[0], dx), acc[r]);
-                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(u->m[0], dx), acc[r]);
+            const __m256 dx = _mm256_set1_ps(a[r].d[0]);
+            WK_UNROLL for (int g = 0; g < G; g++) {
+                __m256i msum = _mm256_setzero_si256();
+                for (int q = 0; q < npairs; q++)
+                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_load_si256(&u[g].mn[q]),
+                                                                    _mm256_set1_epi32(a[r].bp[q])));
+                if (kind == WK_K_Q6_K) {
+                    /* codes are stored + 32: take 32 * sum(scale * bsum) off */
+                    __m256i v = _mm256_sub_epi32(isum[r][g], _mm256_slli_epi32(msum, 5));
+                    acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u[g].d[0], dx), acc[r][g]);
+                } else {
+                    acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][g]), _mm256_mul_ps(u[g].d[0], dx), acc[r][g]);
+                    acc[r][g] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(u[g].m[0], dx), acc[r][g]);
+                }
             }
         }
     }
-    WK_UNROLL for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
+    WK_UNROLL for (int r = 0; r < R; r++)
+        WK_UNROLL for (int g = 0; g < G; g++) _mm256_storeu_ps(y + r * ldy + 8 * g, acc[r][g]);
+}
+
+#ifndef WK_TILE_ROWS_Q8_0
+#define WK_TILE_ROWS_Q8_0 4
+#endif
+#ifndef WK_TILE_ROWS_K
+#define WK_TILE_ROWS_K 4
+#endif
+#ifndef WK_TILE_ROWS_LEGACY
+#define WK_TILE_ROWS_LEGACY 4
+#endif
+/* Rows of a tile (at most 4). */
+WK_INLINE int wk_tile_rows(int kind)
+{
+    return kind == WK_K_Q8_0 ? WK_TILE_ROWS_Q8_0 : wk_is_k(kind) ? WK_TILE_ROWS_K : WK_TILE_ROWS_LEGACY;
+}
+
+/* Rows of a row block in tiles, then the remainder, over G units. */
+WK_INLINE void wk_unit_all_rows(const int kind, const int G, const wk_unit *u, int nbu, const char *x,
+                                size_t xs, const wk_act_unit *a, float *y, int64_t rb)
+{
+    const int RT = wk_tile_rows(kind);
+    int64_t r = 0;
+    switch (RT) {
+    case 4: for (; r + 4 <= rb; r += 4) wk_unit_rows(kind, 4, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    case 3: for (; r + 3 <= rb; r += 3) wk_unit_rows(kind, 3, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    default: for (; r + 2 <= rb; r += 2) wk_unit_rows(kind, 2, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    }
+    switch (rb - r) {
+    case 1: wk_unit_rows(kind, 1, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    case 2: wk_unit_rows(kind, 2, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    case 3: wk_unit_rows(kind, 3, G, u, nbu, x + r * xs, xs, a + r, y + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
+    default: break;
+    }
+}
+
+WK_INLINE void wk_decode_unit(const int kind, const uint8_t *wu, size_t gbb, int nbu, wk_unit *u)
+{
+    if (wk_is_k(kind)) wk_decode_k(kind, wu, u);
+    else
+        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, u);
 }
 
 WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, const uint8_t *w,
@@ -393,7 +463,7 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
     const int unit_blocks = wk_is_k(kind) ? 1 : 8;
     const int64_t nb = k / blk_elems, ng = nc / 8;
     const size_t gbb = wk_group_block_bytes(kind), xbb = wk_act_block_bytes(kind);
-    wk_unit u;
+    wk_unit u[2];
     wk_act_unit act[WK_ROWS_BLOCK];
     /* The accumulators of a row block x a batch of column groups, contiguous (rows of y
      * are far apart, often a multiple of 4 KiB: they would share a few cache sets). */
@@ -408,24 +478,25 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 int nbu = nb - b0 < unit_blocks ? (int)(nb - b0) : unit_blocks;
                 for (int64_t r = 0; r < rb; r++) wk_prepare_act(kind, xr + r * xs + b0 * xbb, nbu, &act[r]);
                 const char *xu = xr + b0 * xbb;
-                for (int64_t g = g0; g < g0 + gn; g++) {
+                for (int64_t g = g0; g < g0 + gn; g += 2) {
+                    const int pair = g + 1 < g0 + gn;
                     const uint8_t *wu = w + g * 8 * ws + b0 * gbb;
-                    /* the unit decoded next: the next group's, or the first group's next one */
-                    if (g + 1 < g0 + gn) wk_prefetch_unit(wu + 8 * ws, gbb * (size_t)nbu);
-                    else if (b0 + unit_blocks < nb)
-                        wk_prefetch_unit(w + g0 * 8 * ws + (b0 + unit_blocks) * gbb, gbb * (size_t)unit_blocks);
-                    if (wk_is_k(kind)) wk_decode_k(kind, wu, &u);
-                    else
-                        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, &u);
+                    /* the units decoded next: the next pair's, or the first pair's next ones */
+                    if (g + 2 < g0 + gn) {
+                        wk_prefetch_unit(wu + 16 * ws, gbb * (size_t)nbu);
+                        if (g + 3 < g0 + gn) wk_prefetch_unit(wu + 24 * ws, gbb * (size_t)nbu);
+                    } else if (b0 + unit_blocks < nb) {
+                        const uint8_t *nx = w + g0 * 8 * ws + (b0 + unit_blocks) * gbb;
+                        wk_prefetch_unit(nx, gbb * (size_t)unit_blocks);
+                        if (gn > 1) wk_prefetch_unit(nx + 8 * ws, gbb * (size_t)unit_blocks);
+                    }
+                    wk_decode_unit(kind, wu, gbb, nbu, &u[0]);
                     float *ag = acc + 8 * (g - g0);
-                    int64_t r = 0;
-                    for (; r + 4 <= rb; r += 4)
-                        wk_unit_rows(kind, 4, &u, nbu, xu + r * xs, xs, act + r, ag + r * WK_BATCH_COLS, WK_BATCH_COLS);
-                    switch (rb - r) {
-                    case 1: wk_unit_rows(kind, 1, &u, nbu, xu + r * xs, xs, act + r, ag + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
-                    case 2: wk_unit_rows(kind, 2, &u, nbu, xu + r * xs, xs, act + r, ag + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
-                    case 3: wk_unit_rows(kind, 3, &u, nbu, xu + r * xs, xs, act + r, ag + r * WK_BATCH_COLS, WK_BATCH_COLS); break;
-                    default: break;
+                    if (pair) {
+                        wk_decode_unit(kind, wu + 8 * ws, gbb, nbu, &u[1]);
+                        wk_unit_all_rows(kind, 2, u, nbu, xu, xs, act, ag, rb);
+                    } else {
+                        wk_unit_all_rows(kind, 1, u, nbu, xu, xs, act, ag, rb);
                     }
                 }
             }
