@@ -115,7 +115,7 @@ typedef struct {
     float d[8]; /* scale of each block (Q8_0, Q8_1: f16 -> f32; Q8_K: its float, d[0]) */
     union {
         float s[8];     /* Q8_1: the s field */
-        int32_t off[8]; /* Q4_0, Q5_0: offset * sum of the block's quants */
+        int32_t off[8]; /* Q4_0: offset * sum of the block's quants; Q5_0: see wk_q5_0_lane_off */
         int32_t bp[8];  /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
     };
 } wk_act_unit;
@@ -227,6 +227,42 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
     }
 }
 
+/* Q5_0: codes up to 31 overflow 16-bit sums after 4 steps, but the sums of (code - 16) * x
+ * over a whole block fit (16 products of at most 16 * 127 in each 16-bit lane). A lane
+ * starts at -16 * (the sum of its 16 activations), and wrapping 16-bit adds of the code
+ * products then end exactly there: one widening per block, no offset to take off after.
+ * Lane 0 of a column holds elements 4s and 4s + 1 of the block, lane 1 4s + 2 and 4s + 3;
+ * returned as the two int16 of one 32-bit value. */
+WK_INLINE int32_t wk_q5_0_lane_off(const int8_t *qs)
+{
+    __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)qs));
+    __m128i s = _mm_add_epi16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi16(s, _mm_shuffle_epi32(s, 0xb1));
+    s = _mm_sub_epi16(_mm_setzero_si128(), _mm_slli_epi16(s, 4));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* Bytes of one activation block and where its quants start. */
+WK_INLINE size_t wk_act_block_bytes(int kind)
+{
+    if (wk_is_k(kind)) return sizeof(wk_block_q8_K);
+    return kind == WK_K_Q4_1 || kind == WK_K_Q5_1 ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+}
+WK_INLINE size_t wk_act_qs_off(int kind)
+{
+    if (wk_is_k(kind)) return offsetof(wk_block_q8_K, qs);
+    return kind == WK_K_Q4_1 || kind == WK_K_Q5_1 ? offsetof(wk_block_q8_1, qs) : offsetof(wk_block_q8_0, qs);
+}
+
+/* The f16 values at p, p + stride, ... p + 7 * stride as 8 floats. */
+WK_INLINE __m256 wk_gather_f16x8(const char *p, size_t stride)
+{
+    uint16_t h[8];
+    for (int j = 0; j < 8; j++) memcpy(&h[j], p + j * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
 /* Activation side of a unit for row r: x block pointer xb (of the unit's first block). */
 WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_unit *a)
 {
@@ -245,28 +281,26 @@ WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_un
         memcpy(a->bp, b->bsums, sizeof b->bsums);
         return;
     }
-    if ((kind == WK_K_Q4_0 || kind == WK_K_Q5_0) && nbu == 8) {
-        /* the 8 block sums at once: pair sums, then a tree of horizontal adds */
-        const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
-        __m256i v[8];
-        for (int j = 0; j < 8; j++) {
-            const wk_block_q8_0 *b = (const wk_block_q8_0 *)xb + j;
-            v[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, _mm256_loadu_si256((const __m256i *)b->qs)), one16);
+    if (nbu == 8) {
+        /* the 8 blocks' f16 scales (and Q8_1 s) converted at once */
+        const size_t bb = wk_act_block_bytes(kind);
+        _mm256_storeu_ps(a->d, wk_gather_f16x8(xb, bb));
+        if (kind == WK_K_Q4_1 || kind == WK_K_Q5_1) _mm256_storeu_ps(a->s, wk_gather_f16x8(xb + 2, bb));
+        if (kind == WK_K_Q5_0)
+            for (int j = 0; j < 8; j++) a->off[j] = wk_q5_0_lane_off(((const wk_block_q8_0 *)xb)[j].qs);
+        if (kind == WK_K_Q4_0) {
+            /* the 8 block sums at once: pair sums, then a tree of horizontal adds */
+            const __m256i one8 = _mm256_set1_epi8(1), one16 = _mm256_set1_epi16(1);
+            __m256i v[8];
+            for (int j = 0; j < 8; j++) {
+                const wk_block_q8_0 *b = (const wk_block_q8_0 *)xb + j;
+                v[j] = _mm256_madd_epi16(_mm256_maddubs_epi16(one8, _mm256_loadu_si256((const __m256i *)b->qs)), one16);
+            }
+            __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+            __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+            __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+            _mm256_storeu_si256((__m256i *)a->off, _mm256_slli_epi32(sums, 3));
         }
-        __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-        __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-        __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
-        _mm256_storeu_si256((__m256i *)a->off, _mm256_slli_epi32(sums, kind == WK_K_Q4_0 ? 3 : 4));
-        __m128i d = _mm_setzero_si128();
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[0].d, 0);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[1].d, 1);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[2].d, 2);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[3].d, 3);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[4].d, 4);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[5].d, 5);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[6].d, 6);
-        d = _mm_insert_epi16(d, ((const wk_block_q8_0 *)xb)[7].d, 7);
-        _mm256_storeu_ps(a->d, _mm256_cvtph_ps(d));
         return;
     }
     for (int j = 0; j < nbu; j++) {
@@ -277,30 +311,20 @@ WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_un
         } else {
             const wk_block_q8_0 *b = (const wk_block_q8_0 *)xb + j;
             a->d[j] = _cvtsh_ss(b->d);
-            if (kind == WK_K_Q4_0 || kind == WK_K_Q5_0) {
+            if (kind == WK_K_Q4_0) {
                 __m256i v = _mm256_madd_epi16(
                     _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)b->qs)),
                     _mm256_set1_epi16(1));
                 __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
                 s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
                 s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-                a->off[j] = (kind == WK_K_Q4_0 ? 8 : 16) * (int16_t)_mm_cvtsi128_si32(s);
+                a->off[j] = 8 * (int16_t)_mm_cvtsi128_si32(s);
             }
+            if (kind == WK_K_Q5_0) a->off[j] = wk_q5_0_lane_off(b->qs);
         }
     }
 }
 
-/* Bytes of one activation block and where its quants start. */
-WK_INLINE size_t wk_act_block_bytes(int kind)
-{
-    if (wk_is_k(kind)) return sizeof(wk_block_q8_K);
-    return kind == WK_K_Q4_1 || kind == WK_K_Q5_1 ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
-}
-WK_INLINE size_t wk_act_qs_off(int kind)
-{
-    if (wk_is_k(kind)) return offsetof(wk_block_q8_K, qs);
-    return kind == WK_K_Q4_1 || kind == WK_K_Q5_1 ? offsetof(wk_block_q8_1, qs) : offsetof(wk_block_q8_0, qs);
-}
 
 /* R rows (x: the first row's first block of the unit) times G decoded units of adjacent
  * column groups (u[0..G-1]); y: the first row's 8 * G accumulators. One broadcast of
@@ -338,15 +362,22 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_u
                     }
                 }
             } else {
-                /* Q4 codes (<= 15): 8 steps in 16 bits; Q5 codes (<= 31): 4 steps. */
-                const int flush = kind == WK_K_Q5_0 || kind == WK_K_Q5_1 ? 4 : 8;
+                /* Q4 codes (<= 15): 8 steps in 16 bits; Q5_0: 8 steps from the lane offsets
+                 * (wk_q5_0_lane_off); Q5_1 codes (<= 31): 4 steps. */
+                const int flush = kind == WK_K_Q5_1 ? 4 : 8;
                 WK_UNROLL for (int t = 0; t < 8; t++) {
                     __m256i wq[2];
                     WK_UNROLL for (int g = 0; g < G; g++) wq[g] = _mm256_load_si256(&u[g].q[8 * j + t]);
                     WK_UNROLL for (int r = 0; r < R; r++) {
                         __m256i xb = wk_bcast4(xq[r] + j * xbb + 4 * t);
-                        WK_UNROLL for (int g = 0; g < G; g++)
-                            wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                        if (kind == WK_K_Q5_0 && t == 0) {
+                            const __m256i lane_off = _mm256_set1_epi32(a[r].off[j]);
+                            WK_UNROLL for (int g = 0; g < G; g++)
+                                wk_acc16(&p16[r][g], true, _mm256_add_epi16(lane_off, _mm256_maddubs_epi16(wq[g], xb)));
+                        } else {
+                            WK_UNROLL for (int g = 0; g < G; g++)
+                                wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                        }
                     }
                     if (t % flush == flush - 1)
                         WK_UNROLL for (int r = 0; r < R; r++)
@@ -358,7 +389,7 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_u
                 const __m256 dx = _mm256_set1_ps(a[r].d[j]);
                 WK_UNROLL for (int g = 0; g < G; g++) {
                     __m256i v = i32[r][g];
-                    if (kind == WK_K_Q4_0 || kind == WK_K_Q5_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(a[r].off[j]));
+                    if (kind == WK_K_Q4_0) v = _mm256_sub_epi32(v, _mm256_set1_epi32(a[r].off[j]));
                     acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u[g].d[j], dx), acc[r][g]);
                     if (kind == WK_K_Q4_1 || kind == WK_K_Q5_1)
                         acc[r][g] = _mm256_fmadd_ps(u[g].m[j], _mm256_set1_ps(a[r].s[j]), acc[r][g]);
