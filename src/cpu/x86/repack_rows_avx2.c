@@ -487,6 +487,21 @@ WK_INLINE void wk_decode_unit(const int kind, const uint8_t *wu, size_t gbb, int
         for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, u);
 }
 
+#ifndef WK_PAIR_Q6_K
+#define WK_PAIR_Q6_K 1
+#endif
+#ifndef WK_PAIR_Q4_K
+#define WK_PAIR_Q4_K 1
+#endif
+#ifndef WK_PAIR_Q2_K
+#define WK_PAIR_Q2_K 1
+#endif
+/* Whether two column groups share the activation broadcasts. */
+WK_INLINE int wk_pairs_groups(int kind)
+{
+    return kind == WK_K_Q6_K ? WK_PAIR_Q6_K : kind == WK_K_Q4_K ? WK_PAIR_Q4_K : kind == WK_K_Q2_K ? WK_PAIR_Q2_K : 1;
+}
+
 WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, const uint8_t *w,
                             size_t ws, const char *x, size_t xs, float *y, size_t ldy)
 {
@@ -509,17 +524,18 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 int nbu = nb - b0 < unit_blocks ? (int)(nb - b0) : unit_blocks;
                 for (int64_t r = 0; r < rb; r++) wk_prepare_act(kind, xr + r * xs + b0 * xbb, nbu, &act[r]);
                 const char *xu = xr + b0 * xbb;
-                for (int64_t g = g0; g < g0 + gn; g += 2) {
-                    const int pair = g + 1 < g0 + gn;
+                for (int64_t g = g0, pair; g < g0 + gn; g += 1 + pair) {
+                    pair = g + 1 < g0 + gn && wk_pairs_groups(kind);
                     const uint8_t *wu = w + g * 8 * ws + b0 * gbb;
-                    /* the units decoded next: the next pair's, or the first pair's next ones */
-                    if (g + 2 < g0 + gn) {
-                        wk_prefetch_unit(wu + 16 * ws, gbb * (size_t)nbu);
-                        if (g + 3 < g0 + gn) wk_prefetch_unit(wu + 24 * ws, gbb * (size_t)nbu);
+                    /* the units decoded next: the next step's, or the first step's next ones */
+                    const int64_t step = 1 + pair;
+                    if (g + step < g0 + gn) {
+                        for (int64_t q = g + step; q < g + 2 * step && q < g0 + gn; q++)
+                            wk_prefetch_unit(wu + (q - g) * 8 * ws, gbb * (size_t)nbu);
                     } else if (b0 + unit_blocks < nb) {
                         const uint8_t *nx = w + g0 * 8 * ws + (b0 + unit_blocks) * gbb;
-                        wk_prefetch_unit(nx, gbb * (size_t)unit_blocks);
-                        if (gn > 1) wk_prefetch_unit(nx + 8 * ws, gbb * (size_t)unit_blocks);
+                        for (int64_t q = 0; q < step && q < gn; q++)
+                            wk_prefetch_unit(nx + q * 8 * ws, gbb * (size_t)unit_blocks);
                     }
                     wk_decode_unit(kind, wu, gbb, nbu, &u[0]);
                     float *ag = acc + 8 * (g - g0);
