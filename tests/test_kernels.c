@@ -294,6 +294,41 @@ static void test_q5_0_extremes(wk_isa isa)
                       wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
 }
 
+/* Q6_K codes at their extremes (stored 0 and 63, values -32 and 31) against activations at
+ * +-127 and scales at +-127: the many-row kernel's 16-bit lanes reach -32512 and the
+ * sums must still equal the scalar reference exactly (integers times 1.0). */
+static void test_q6_K_extremes(wk_isa isa)
+{
+    enum { NC = 16, NR = 6 };
+    const int64_t k = 256;
+    static wk_block_q6_K w[NC], wp[NC];
+    static wk_block_q8_K x[NR];
+    for (int c = 0; c < NC; c++) {
+        uint8_t v = c % 2 ? 0xff : 0x00;
+        memset(w[c].ql, v, sizeof w[c].ql);
+        memset(w[c].qh, v, sizeof w[c].qh);
+        for (int g = 0; g < 16; g++) w[c].scales[g] = (int8_t)((c / 2 + g) % 3 == 0 ? -127 : (c / 2 + g) % 3 == 1 ? 127 : 1);
+        w[c].d = 0x3c00;
+    }
+    for (int r = 0; r < NR; r++) {
+        x[r].d = 1.0f;
+        for (int i = 0; i < 256; i++) x[r].qs[i] = (int8_t)(r % 3 == 0 ? 127 : r % 3 == 1 ? -127 : (i % 2 ? 127 : -127));
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += x[r].qs[16 * g + i];
+            x[r].bsums[g] = (int16_t)sum;
+        }
+    }
+    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q6_K, w + 8 * g, wp + 8 * g, k);
+    float ys[NR * NC], yr[NR * NC];
+    wk_cpu_repacked_gemm(WK_TYPE_Q6_K, isa)(k, NR, NC, wp, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), ys, NC);
+    wk_cpu_kernels_scalar(WK_TYPE_Q6_K)->gemm_q(k, NR, NC, w, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), yr, NC);
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < NC; c++)
+            CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q6_K extremes (%s) at (%d,%d): %.9g vs scalar %.9g",
+                      wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
@@ -304,6 +339,7 @@ int main(void)
         test_repacked(WK_ISA_AVX2);
         test_repacked_many_rows(WK_ISA_AVX2);
         test_q5_0_extremes(WK_ISA_AVX2);
+        test_q6_K_extremes(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
@@ -312,6 +348,7 @@ int main(void)
         test_repacked(WK_ISA_AVX512);
         test_repacked_many_rows(WK_ISA_AVX512);
         test_q5_0_extremes(WK_ISA_AVX512);
+        test_q6_K_extremes(WK_ISA_AVX512);
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

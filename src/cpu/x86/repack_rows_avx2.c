@@ -110,13 +110,14 @@ typedef struct {
 } wk_unit;
 
 /* What a row needs of the activation blocks of a unit, prepared once for all columns
- * (64 bytes: the row block's share of L1 stays small). */
+ * (96 bytes: the row block's share of L1 stays small). */
 typedef struct {
     float d[8]; /* scale of each block (Q8_0, Q8_1: f16 -> f32; Q8_K: its float, d[0]) */
     union {
-        float s[8];     /* Q8_1: the s field */
-        int32_t off[8]; /* Q4_0: offset * sum of the block's quants; Q5_0: see wk_q5_0_lane_off */
-        int32_t bp[8];  /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
+        float s[8];      /* Q8_1: the s field */
+        int32_t off[8];  /* Q4_0: offset * sum of the block's quants; Q5_0: see wk_q5_0_lane_off */
+        int32_t bp[8];   /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
+        int32_t lo16[16]; /* Q6_K: lane offsets of the 16-element groups (wk_q6_K_lane_offs) */
     };
 } wk_act_unit;
 
@@ -204,7 +205,6 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         }
         const uint8_t *scb = blk + 16;
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_s8(scb + 8 * g);
-        for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_s8(scb + 16 * q, scb + 16 * q + 8);
     } else { /* Q2_K: codes 0..3, 4-bit scale (low) and min (high) per 16 elements */
         u->m[0] = wk_load_f16x8(blk + 16);
         const __m256i m3 = _mm256_set1_epi8(3);
@@ -263,6 +263,22 @@ WK_INLINE __m256 wk_gather_f16x8(const char *p, size_t stride)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
 
+/* Q6_K: as for Q5_0 (wk_q5_0_lane_off), the codes are stored + 32 and the sums of
+ * (code - 32) * x over a 16-element group fit 16-bit lanes (8 products of at most 32 * 127
+ * each): lanes start at -32 * their activation sum, 4 steps are added in wrapping 16-bit
+ * arithmetic, and one multiply by the group's scale widens them: no +32 correction after. */
+WK_INLINE void wk_q6_K_lane_offs(const int8_t *qs, int32_t out[16])
+{
+    for (int q = 0; q < 8; q++) { /* groups 2q (low half) and 2q + 1 (high half) */
+        __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(qs + 32 * q)));
+        v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, 0x4e));
+        v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, 0xb1));
+        v = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
+        out[2 * q] = _mm256_extract_epi32(v, 0);
+        out[2 * q + 1] = _mm256_extract_epi32(v, 4);
+    }
+}
+
 /* Activation side of a unit for row r: x block pointer xb (of the unit's first block). */
 WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_unit *a)
 {
@@ -273,6 +289,12 @@ WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_un
             int bs0 = b->bsums[4 * q] + b->bsums[4 * q + 1], bs1 = b->bsums[4 * q + 2] + b->bsums[4 * q + 3];
             a->bp[q] = (int32_t)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16));
         }
+        return;
+    }
+    if (kind == WK_K_Q6_K) {
+        const wk_block_q8_K *b = (const wk_block_q8_K *)xb;
+        a->d[0] = b->d;
+        wk_q6_K_lane_offs(b->qs, a->lo16);
         return;
     }
     if (wk_is_k(kind)) {
@@ -398,9 +420,9 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_u
         }
     } else {
         /* Sums in 16 bits over `flush` steps (Q4_K: a 32-element sub-block of codes <= 15;
-         * Q6_K: 2 steps of codes <= 63; Q2_K: a 16-element group), then times the
-         * sub-block's integer scale into 32 bits. */
-        const int flush = kind == WK_K_Q4_K ? 8 : kind == WK_K_Q6_K ? 2 : 4;
+         * Q6_K: a 16-element group from its lane offsets; Q2_K: a 16-element group), then
+         * times the sub-block's integer scale into 32 bits. */
+        const int flush = kind == WK_K_Q4_K ? 8 : 4;
         const int per_scale = kind == WK_K_Q4_K ? 8 : 4; /* steps per scale */
         __m256i isum[4][2], p16[4][2];
         WK_UNROLL for (int r = 0; r < 4; r++) /* every one is set by its first step */
@@ -411,8 +433,14 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_u
                 WK_UNROLL for (int g = 0; g < G; g++) wq[g] = _mm256_load_si256(&u[g].q[t]);
                 WK_UNROLL for (int r = 0; r < R; r++) {
                     __m256i xb = wk_bcast4(xq[r] + 4 * t);
-                    WK_UNROLL for (int g = 0; g < G; g++)
-                        wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                    if (kind == WK_K_Q6_K && t % flush == 0) {
+                        const __m256i lane_off = _mm256_set1_epi32(a[r].lo16[t / 4]);
+                        WK_UNROLL for (int g = 0; g < G; g++)
+                            wk_acc16(&p16[r][g], true, _mm256_add_epi16(lane_off, _mm256_maddubs_epi16(wq[g], xb)));
+                    } else {
+                        WK_UNROLL for (int g = 0; g < G; g++)
+                            wk_acc16(&p16[r][g], t % flush == 0, _mm256_maddubs_epi16(wq[g], xb));
+                    }
                 }
                 if (t % flush == flush - 1) {
                     WK_UNROLL for (int g = 0; g < G; g++) {
@@ -427,15 +455,14 @@ WK_INLINE void wk_unit_rows(const int kind, const int R, const int G, const wk_u
         WK_UNROLL for (int r = 0; r < R; r++) {
             const __m256 dx = _mm256_set1_ps(a[r].d[0]);
             WK_UNROLL for (int g = 0; g < G; g++) {
-                __m256i msum = _mm256_setzero_si256();
-                for (int q = 0; q < npairs; q++)
-                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_load_si256(&u[g].mn[q]),
-                                                                    _mm256_set1_epi32(a[r].bp[q])));
                 if (kind == WK_K_Q6_K) {
-                    /* codes are stored + 32: take 32 * sum(scale * bsum) off */
-                    __m256i v = _mm256_sub_epi32(isum[r][g], _mm256_slli_epi32(msum, 5));
-                    acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(u[g].d[0], dx), acc[r][g]);
+                    /* the +32 of the codes is already out of the lanes */
+                    acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][g]), _mm256_mul_ps(u[g].d[0], dx), acc[r][g]);
                 } else {
+                    __m256i msum = _mm256_setzero_si256();
+                    for (int q = 0; q < npairs; q++)
+                        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(_mm256_load_si256(&u[g].mn[q]),
+                                                                        _mm256_set1_epi32(a[r].bp[q])));
                     acc[r][g] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][g]), _mm256_mul_ps(u[g].d[0], dx), acc[r][g]);
                     acc[r][g] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(u[g].m[0], dx), acc[r][g]);
                 }
