@@ -514,6 +514,9 @@ WK_INLINE void wk_decode_unit(const int kind, const uint8_t *wu, size_t gbb, int
         for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, u);
 }
 
+#ifndef WK_PF_STEPS
+#define WK_PF_STEPS 1 /* prefetch distance in steps of one or two column groups */
+#endif
 #ifndef WK_PAIR_Q6_K
 #define WK_PAIR_Q6_K 1
 #endif
@@ -554,15 +557,12 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 for (int64_t g = g0, pair; g < g0 + gn; g += 1 + pair) {
                     pair = g + 1 < g0 + gn && wk_pairs_groups(kind);
                     const uint8_t *wu = w + g * 8 * ws + b0 * gbb;
-                    /* the units decoded next: the next step's, or the first step's next ones */
+                    /* the units decoded WK_PF_STEPS steps later: of this unit or the next */
                     const int64_t step = 1 + pair;
-                    if (g + step < g0 + gn) {
-                        for (int64_t q = g + step; q < g + 2 * step && q < g0 + gn; q++)
-                            wk_prefetch_unit(wu + (q - g) * 8 * ws, gbb * (size_t)nbu);
-                    } else if (b0 + unit_blocks < nb) {
-                        const uint8_t *nx = w + g0 * 8 * ws + (b0 + unit_blocks) * gbb;
-                        for (int64_t q = 0; q < step && q < gn; q++)
-                            wk_prefetch_unit(nx + q * 8 * ws, gbb * (size_t)unit_blocks);
+                    for (int64_t q = g + WK_PF_STEPS * step; q < g + (WK_PF_STEPS + 1) * step; q++) {
+                        if (q < g0 + gn) wk_prefetch_unit(w + q * 8 * ws + b0 * gbb, gbb * (size_t)nbu);
+                        else if (b0 + unit_blocks < nb && q - gn < g0 + gn)
+                            wk_prefetch_unit(w + (q - gn) * 8 * ws + (b0 + unit_blocks) * gbb, gbb * (size_t)unit_blocks);
                     }
                     wk_decode_unit(kind, wu, gbb, nbu, &u[0]);
                     float *ag = acc + 8 * (g - g0);
