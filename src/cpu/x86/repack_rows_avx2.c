@@ -4,12 +4,13 @@
  * rows; with more rows that decoding (nibbles, fifth bits, six-bit codes, scales) would
  * cost as much as the products. Here a unit of weights of 8 columns (a 256-element
  * super-block, or up to 8 blocks of 32) is decoded once into L1 — unsigned codes,
- * per-column scale vectors — and then serves every row of the row block, 4 rows at a
- * time, with one aligned load per step of 4 elements. What each row needs of its
- * activation blocks (the f32 scale, block sums for offsets and mins) is prepared once
- * per unit for all rows and reused by every column group of the batch.
+ * per-column scale vectors — and then serves every row of the row block; two adjacent
+ * groups are served together, 4 rows x 16 columns at a time, one activation broadcast
+ * feeding both groups' aligned loads. What each row needs of its activation blocks (the
+ * f32 scale, block sums for offsets and mins, the Q5_0/Q6_K lane offsets) is prepared
+ * once per unit for all rows and reused by every column group of the batch.
  *
- * Loop order: row block (32 rows), batch of 64 columns, unit, column group, row tile.
+ * Loop order: row block (32 rows), batch of 64 columns, unit, group pair, row tile.
  * The accumulators of a row block and a batch are one contiguous buffer: each unit adds
  * its terms in block order with the same integer sums and the same float operations as
  * the tile kernels, so both paths give the same bits and the row count that picks one
