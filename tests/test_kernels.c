@@ -10,6 +10,7 @@
 #include "check.h"
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
+#include "quant/blocks.h"
 #include "quant/traits.h"
 #include "wick/quant.h"
 
@@ -207,11 +208,12 @@ static void test_repacked(wk_isa isa)
 }
 
 /* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
- * block of 5 (a tile and a remainder). Against the scalar kernel, and bitwise against
- * the rows one at a time. */
+ * block of 5 (a tile and a remainder); 24 columns are a pair of 8-column groups served
+ * together and a last group alone. Against the scalar kernel, and bitwise against the
+ * rows one at a time. */
 static void test_repacked_many_rows(wk_isa isa)
 {
-    enum { NR = 37, NC = 16 };
+    enum { NR = 37, NC = 24 };
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
                              WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
@@ -256,6 +258,77 @@ static void test_repacked_many_rows(wk_isa isa)
     }
 }
 
+/* Q5_0 codes at their extremes (0 and 31) against activations at +-127: the many-row
+ * kernel sums (code - 16) * x in 16-bit lanes that start from the activations' offset,
+ * and the lane sums reach -32512 and +30480 here. Every product is an integer times 1.0,
+ * so the kernel must equal the scalar reference exactly. */
+static void test_q5_0_extremes(wk_isa isa)
+{
+    enum { NC = 16, NR = 6, NB = 2 };
+    const int64_t k = NB * 32;
+    wk_block_q5_0 w[NC * NB], wp[NC * NB];
+    wk_block_q8_0 x[NR * NB];
+    for (int c = 0; c < NC; c++)
+        for (int b = 0; b < NB; b++) {
+            wk_block_q5_0 *blk = &w[c * NB + b];
+            uint8_t v = (c + b) % 2 ? 0xff : 0x00; /* every code 31, or every code 0 */
+            blk->d = 0x3c00;                       /* 1.0 */
+            memset(blk->qh, v, sizeof blk->qh);
+            memset(blk->qs, v, sizeof blk->qs);
+        }
+    for (int r = 0; r < NR; r++)
+        for (int b = 0; b < NB; b++) {
+            wk_block_q8_0 *blk = &x[r * NB + b];
+            blk->d = 0x3c00;
+            for (int i = 0; i < 32; i++)
+                blk->qs[i] = (int8_t)(r % 3 == 0 ? 127 : r % 3 == 1 ? -127 : (i % 2 ? 127 : -127));
+        }
+    size_t ws = sizeof(wk_block_q5_0) * NB, xs = sizeof(wk_block_q8_0) * NB;
+    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q5_0, w + 8 * g * NB, wp + 8 * g * NB, k);
+    float ys[NR * NC], yr[NR * NC];
+    wk_cpu_repacked_gemm(WK_TYPE_Q5_0, isa)(k, NR, NC, wp, ws, x, xs, ys, NC);
+    wk_cpu_kernels_scalar(WK_TYPE_Q5_0)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < NC; c++)
+            CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q5_0 extremes (%s) at (%d,%d): %.9g vs scalar %.9g",
+                      wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
+}
+
+/* Q6_K codes at their extremes (stored 0 and 63, values -32 and 31) against activations at
+ * +-127 and scales at +-127: the many-row kernel's 16-bit lanes reach -32512 and the
+ * sums must still equal the scalar reference exactly (integers times 1.0). */
+static void test_q6_K_extremes(wk_isa isa)
+{
+    enum { NC = 16, NR = 6 };
+    const int64_t k = 256;
+    static wk_block_q6_K w[NC], wp[NC];
+    static wk_block_q8_K x[NR];
+    for (int c = 0; c < NC; c++) {
+        uint8_t v = c % 2 ? 0xff : 0x00;
+        memset(w[c].ql, v, sizeof w[c].ql);
+        memset(w[c].qh, v, sizeof w[c].qh);
+        for (int g = 0; g < 16; g++) w[c].scales[g] = (int8_t)((c / 2 + g) % 3 == 0 ? -127 : (c / 2 + g) % 3 == 1 ? 127 : 1);
+        w[c].d = 0x3c00;
+    }
+    for (int r = 0; r < NR; r++) {
+        x[r].d = 1.0f;
+        for (int i = 0; i < 256; i++) x[r].qs[i] = (int8_t)(r % 3 == 0 ? 127 : r % 3 == 1 ? -127 : (i % 2 ? 127 : -127));
+        for (int g = 0; g < 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += x[r].qs[16 * g + i];
+            x[r].bsums[g] = (int16_t)sum;
+        }
+    }
+    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q6_K, w + 8 * g, wp + 8 * g, k);
+    float ys[NR * NC], yr[NR * NC];
+    wk_cpu_repacked_gemm(WK_TYPE_Q6_K, isa)(k, NR, NC, wp, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), ys, NC);
+    wk_cpu_kernels_scalar(WK_TYPE_Q6_K)->gemm_q(k, NR, NC, w, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), yr, NC);
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < NC; c++)
+            CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q6_K extremes (%s) at (%d,%d): %.9g vs scalar %.9g",
+                      wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
@@ -265,6 +338,8 @@ int main(void)
         test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
         test_repacked_many_rows(WK_ISA_AVX2);
+        test_q5_0_extremes(WK_ISA_AVX2);
+        test_q6_K_extremes(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
@@ -272,6 +347,8 @@ int main(void)
         test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
         test_repacked_many_rows(WK_ISA_AVX512);
+        test_q5_0_extremes(WK_ISA_AVX512);
+        test_q6_K_extremes(WK_ISA_AVX512);
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

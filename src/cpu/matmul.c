@@ -18,6 +18,7 @@
 
 #define WK_ROW_BLOCK 64      /* x rows kept hot in cache while a column chunk is done */
 #define WK_COL_ALIGN 16      /* chunk boundaries are multiples of this many columns */
+#define WK_BATCH_ALIGN 64    /* columns of a many-row kernel batch (repack_rows_avx2.c) */
 #define WK_CHUNK_BYTES (192u * 1024u) /* weight bytes of one chunk, for m > 1 */
 
 typedef struct wk_cpu_mm {
@@ -254,6 +255,9 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     }
     chunk = (chunk + WK_COL_ALIGN - 1) / WK_COL_ALIGN * WK_COL_ALIGN;
     if (chunk < WK_COL_ALIGN) chunk = WK_COL_ALIGN;
+    /* The many-row kernels prepare each activation unit once per batch of
+     * WK_BATCH_ALIGN columns: a chunk of whole batches does that once per chunk. */
+    if (m > 1 && c->gemm_packed && chunk >= WK_BATCH_ALIGN) chunk = chunk / WK_BATCH_ALIGN * WK_BATCH_ALIGN;
     j.chunk = chunk;
     atomic_init(&j.next_chunk, 0);
     atomic_init(&j.next_row, 0);

@@ -458,88 +458,82 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
-#define WK_Q2_KX8_TILE(R)                                                                          \
-    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   float *y, size_t ldy)                                           \
-    {                                                                                              \
-        const __m256i m3 = _mm256_set1_epi8(3);                                                    \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);                                \
-            wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));                                     \
-            const uint8_t *scb = blk + 32;                                                         \
-            uint8_t sc[128], mn[128];                                                              \
-            for (int q = 0; q < 4; q++) {                                                          \
-                __m256i v = _mm256_loadu_si256((const __m256i *)(scb + 32 * q));                   \
-                _mm256_storeu_si256((__m256i *)(sc + 32 * q), _mm256_and_si256(v, _mm256_set1_epi8(15))); \
-                _mm256_storeu_si256((__m256i *)(mn + 32 * q),                                      \
-                                    _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(15))); \
-            }                                                                                      \
-            __m256i isum[R];                                                                       \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
-            /* Each load serves the 4 sub-blocks it holds (4 x R sums). */                         \
-            for (int h = 0; h < 2; h++)                                                            \
-                for (int half = 0; half < 2; half++) {                                             \
-                    __m256i p16[4][R];                                                             \
-                    for (int t = 0; t < 4; t++)                                                    \
-                        for (int r = 0; r < R; r++) p16[t][r] = _mm256_setzero_si256();            \
-                    for (int s = 4 * half; s < 4 * half + 4; s++) {                                \
-                        __m256i v =                                                                \
-                            _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));   \
-                        for (int t = 0; t < 4; t++) {                                              \
-                            __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);         \
-                            for (int r = 0; r < R; r++) {                                          \
-                                const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs;  \
-                                p16[t][r] = _mm256_add_epi16(                                      \
-                                    p16[t][r],                                                     \
-                                    _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s))); \
-                            }                                                                      \
-                        }                                                                          \
-                    }                                                                              \
-                    for (int t = 0; t < 4; t++) {                                                  \
-                        __m256i scv = wk_dup_cols(sc + 8 * (2 * (4 * h + t) + half));              \
-                        for (int r = 0; r < R; r++)                                                \
-                            isum[r] = _mm256_add_epi32(isum[r],                                    \
-                                                       _mm256_madd_epi16(p16[t][r], scv));         \
-                    }                                                                              \
-                }                                                                                  \
-            __m256i mnp[8];                                                                        \
-            for (int q = 0; q < 8; q++)                                                            \
-                mnp[q] = _mm256_cvtepu8_epi16(                                                     \
-                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),             \
-                                      _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));       \
-            __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);                       \
-            for (int r = 0; r < R; r++) {                                                          \
-                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
-                __m256i msum = _mm256_setzero_si256();                                             \
-                for (int q = 0; q < 8; q++) {                                                      \
-                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |  \
-                                                         ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16))); \
-                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));                  \
-                }                                                                                  \
-                __m256 dx = _mm256_set1_ps(xb->d);                                                 \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx),       \
-                                         acc[r]);                                                  \
-                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx),      \
-                                          acc[r]);                                                 \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
-    }
 
-WK_Q2_KX8_TILE(1)
+/* What a row's super-block of activations gives every column group: its scale and the
+ * int16 pairs of block sums that meet the (min, min) pairs. Made once per row. */
+typedef struct {
+    float d;
+    int32_t bp[8];
+} wk_q2k_act;
+
+/* One row x 8 columns. The scales and mins of a super-block are expanded straight from
+ * the repacked bytes by byte shuffles (one load, one shuffle, one mask per vector). */
+static void wk_q2_Kx8_tile_1(int64_t nb, const uint8_t *w, const char *x, const wk_q2k_act *xa,
+                             float *y)
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
+    /* column c's byte twice as int16 (lane 0: columns 0-3, lane 1: 4-7) */
+    const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
+                                         4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    /* column c's bytes of two consecutive groups as an int16 pair */
+    const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
+                                           4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);
+        wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));
+        const uint8_t *scb = blk + 32;
+        const int8_t *xq = ((const wk_block_q8_K *)x + b)->qs;
+        __m256i isum = _mm256_setzero_si256();
+        /* Each load serves the 4 sub-blocks it holds. */
+        for (int h = 0; h < 2; h++)
+            for (int half = 0; half < 2; half++) {
+                __m256i p16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                                  _mm256_setzero_si256()};
+                for (int s = 4 * half; s < 4 * half + 4; s++) {
+                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));
+                    for (int t = 0; t < 4; t++) {
+                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
+                        p16[t] = _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s)));
+                    }
+                }
+                for (int t = 0; t < 4; t++) {
+                    int64_t sv;
+                    memcpy(&sv, scb + 8 * (2 * (4 * h + t) + half), 8);
+                    __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
+                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16[t], scv));
+                }
+            }
+        __m256i msum = _mm256_setzero_si256();
+        for (int q = 0; q < 8; q++) {
+            __m256i mn = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
+            mn = _mm256_srli_epi16(_mm256_shuffle_epi8(mn, pairs), 4);
+            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, _mm256_set1_epi32(xa[b].bp[q])));
+        }
+        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16), dx = _mm256_set1_ps(xa[b].d);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, dx), acc);
+        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc);
+    }
+    _mm256_storeu_ps(y, acc);
+}
 
 static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
+    wk_q2k_act xa[nb];
     for (int64_t r0 = 0; r0 < nr; r0++) {
         const char *xr = (const char *)x + r0 * xs;
+        for (int64_t b = 0; b < nb; b++) {
+            const wk_block_q8_K *xb = (const wk_block_q8_K *)xr + b;
+            xa[b].d = xb->d;
+            for (int q = 0; q < 8; q++)
+                xa[b].bp[q] = (int32_t)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |
+                                        ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16));
+        }
         for (int64_t g = 0; g < nc / 8; g++) {
             const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            float *yg = y + r0 * ldy + 8 * g;
-            wk_q2_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
+            wk_q2_Kx8_tile_1(nb, wg, xr, xa, y + r0 * ldy + 8 * g);
         }
     }
 }
