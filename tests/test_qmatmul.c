@@ -121,13 +121,14 @@ static void test_forms_against_reference(void)
     wk_engine_free(e);
 }
 
-/* Same inputs, 1..4 threads: the outputs must be the same bits. */
-static void test_threads_bitwise(void)
+/* Same inputs, 1..4 threads: the outputs must be the same bits. The second shape is wide
+ * enough for the column chunks of whole 64-column batches that many rows get (and leaves
+ * a partial chunk and rows after the last repacked group). */
+static void test_threads_bitwise_shape(int64_t n, int64_t k, int64_t m)
 {
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0,
                              WK_TYPE_Q4_K, WK_TYPE_Q6_K, WK_TYPE_F16};
     const wk_form forms[] = {WK_FORM_QUANTIZED, WK_FORM_PRECISE, WK_FORM_F16};
-    int64_t n = 203, k = 512, m = 9;
     float *wf = malloc(sizeof(float) * n * k), *x = malloc(sizeof(float) * m * k);
     for (int64_t i = 0; i < n * k; i++) wf[i] = rnd();
     for (int64_t i = 0; i < m * k; i++) x[i] = rnd();
@@ -157,6 +158,12 @@ static void test_threads_bitwise(void)
         }
     }
     free(wf), free(x), free(y1), free(yt);
+}
+
+static void test_threads_bitwise(void)
+{
+    test_threads_bitwise_shape(203, 512, 9);
+    test_threads_bitwise_shape(2123, 256, 37);
 }
 
 /* Dequantized forms replace the quantized weight: memory in use is the dense copy only. */
