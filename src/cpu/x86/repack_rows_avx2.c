@@ -88,11 +88,6 @@ WK_INLINE __m256i wk_pairs_u8(const uint8_t *a, const uint8_t *b)
     return _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)a),
                                                   _mm_loadl_epi64((const __m128i *)b)));
 }
-WK_INLINE __m256i wk_pairs_s8(const uint8_t *a, const uint8_t *b)
-{
-    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)a),
-                                                  _mm_loadl_epi64((const __m128i *)b)));
-}
 
 /* Bit `bit` of every byte of a Q5 fifth-bit plane, moved to bit 4 (0x10 or 0). */
 WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
