@@ -9,12 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "wick/quant.h"
-#include "wick/tensor.h"
-
 #ifdef WICK_HAVE_CUDA
+#include "check.h"
 #include "cuda/kernels.h"
+#include "wick/quant.h"
 #include "quant/traits.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
