@@ -96,20 +96,20 @@ __device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
     return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
 }
 
-/* Sum or max over the block's threads, in a fixed order (the same result every run). */
-__device__ float block_reduce(float v, bool is_max, float *red)
+/* The sum of `sum` and the largest `mx` over the block's threads, in a fixed order (the
+ * same result every run); red holds 2 floats per warp. */
+__device__ void block_sum_max(float &sum, float &mx, float *red)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int o = 16; o; o >>= 1) {
-        float u = __shfl_xor_sync(0xffffffffu, v, o);
-        v = is_max ? fmaxf(v, u) : v + u;
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     }
     __syncthreads(); /* red may still be read from the previous reduction */
-    if (lane == 0) red[warp] = v;
+    if (lane == 0) red[2 * warp] = sum, red[2 * warp + 1] = mx;
     __syncthreads();
-    float r = red[0];
-    for (int i = 1; i < nw; i++) r = is_max ? fmaxf(r, red[i]) : r + red[i];
-    return r;
+    sum = red[0], mx = red[1];
+    for (int i = 1; i < nw; i++) sum += red[2 * i], mx = fmaxf(mx, red[2 * i + 1]);
 }
 
 /* Where the preparation reads row r: resolved once (the position is read once). */
@@ -171,12 +171,9 @@ __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xp
                 for (int i = 0; i < 16; i++) mx = fmaxf(mx, fabsf(v[i]));
             }
         }
-        float rr = 1.f;
-        if (norm) {
-            ss = block_reduce(ss, false, red);
-            rr = 1.f / sqrtf(ss / (float)p.k + p.eps);
-        }
-        mx = block_reduce(mx, true, red) * rr;
+        block_sum_max(ss, mx, red);
+        const float rr = norm ? 1.f / sqrtf(ss / (float)p.k + p.eps) : 1.f;
+        mx *= rr;
         /* s = 2^e with max < s (about: values may reach s, f16 holds them all): x / s
          * is exact. NaN/inf keep s = 1 and show. */
         float s = 1.f;
@@ -224,7 +221,9 @@ __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xp
 /* The preparation as its own kernel (large inputs): one block per input row. */
 __global__ void __launch_bounds__(256) prepare_kernel(params p)
 {
-    __shared__ float red[MAX_WARPS];
+    __shared__ float red[2 * MAX_WARPS];
+    pdl_wait();
+    pdl_release();
     int r = blockIdx.x;
     prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
                  p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
@@ -333,9 +332,14 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         cp_commit();
     };
 
-    /* Start the first copy, then prepare the input while it is in flight. */
+    /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
+     * this may overlap the previous kernel), then wait for that kernel and prepare the
+     * input while the copies are in flight. */
     int c = live > 0 ? kw : nchunk;
     if (c < nchunk) stage_chunk(c, 0);
+    if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
+    pdl_wait();
+    pdl_release();
 
     const __half *xh;
     const float *sums, *xscale;
@@ -406,12 +410,10 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
 
     for (int it = 0; c < nchunk; c += wpg, it++) {
         const int slot = it & 1;
-        if (c + wpg < nchunk) {
-            stage_chunk(c + wpg, slot ^ 1);
-            cp_wait<1>();
-        } else {
+        if (c + wpg < nchunk)
+            cp_wait<1>(); /* the next chunk may still be in flight */
+        else
             cp_wait<0>();
-        }
         __syncwarp();
         const uint8_t *r0 = buf + slot * 16 * PITCH + row0 * PITCH + sh0;
         const uint8_t *r1 = buf + slot * 16 * PITCH + row1 * PITCH + sh1;
@@ -422,7 +424,8 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
             for (int bb = 0; bb < nblk - c * CH; bb++)
                 block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
         }
-        __syncwarp(); /* the buffer is refilled by the next-but-one copy */
+        __syncwarp(); /* every lane is done with the slot: refill it */
+        if (c + 2 * wpg < nchunk) stage_chunk(c + 2 * wpg, slot);
     }
 
     /* The warps of a row group add up their k parts in a fixed order. */
@@ -518,8 +521,8 @@ template <class T, int NX, bool BIG> wk_status launch_k(wk_cuda_ctx *c, params &
         WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
         allowed = (size_t)200 << 10;
     }
-    qmv_kernel<T, NX, BIG><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
-    return wk_cuda_check_launch("the quantized matrix-vector kernel");
+    return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG>, dim3((unsigned)blocks),
+                         dim3(nw * 32), smem, c->stream, p);
 }
 
 int sm_count()
@@ -616,8 +619,8 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
     p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= ((int64_t)1 << 20);
     if (!p.inline_x) {
-        wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
-        if (st) return st;
+        wk_status rs = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
+        if (rs) return rs;
         char *s = (char *)c->scratch;
         p.xpitch = (int)(j->k + SEG);
         p.xg = (__half *)s;
@@ -625,8 +628,9 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         p.sums_g = (float *)s;
         s += round_up((size_t)(j->m * (j->k / SEG)) * 4, 256);
         p.scale_g = (float *)s;
-        prepare_kernel<<<(unsigned)j->m, 128, 0, c->stream>>>(p);
-        WK_LAUNCHED("the matrix-vector input preparation");
+        wk_status st = wk_launch_pdl("the matrix-vector input preparation", prepare_kernel, dim3((unsigned)j->m),
+                                     dim3(128), 0, c->stream, p);
+        if (st) return st;
     }
     switch (j->wtype) {
     case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
