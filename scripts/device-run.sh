@@ -104,6 +104,22 @@ if has qprof; then
   cuobjdump -sass $B/CMakeFiles/wick_obj.dir/src/cuda/qmv.cu.o >"$O/qmv.sass" 2>&1 || true
 fi
 
+if has srcprof; then
+  # Where the matrix-vector kernel's warps stall, per SASS instruction (build with
+  # CUDAFLAGS=-lineinfo for source lines): one decode launch of each kind (q/k/v, o,
+  # gate/up, down) and the m = 1 Q4_0 benchmark kernel.
+  WICK_CUDA_GRAPHS=0 ncu --kernel-name regex:qmv_kernel --launch-skip 40 --launch-count 4 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section LaunchStats \
+      $B/wick bench gen -m "$M" -p "$P" -n 4 --rounds 1 --device cuda >"$O/srcprof-decode.txt" 2>&1
+  WICK_CUDA_GRAPHS=0 ncu --kernel-name regex:qmv_kernel --launch-skip 41 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+      $B/wick bench gen -m "$M" -p "$P" -n 4 --rounds 1 --device cuda >"$O/srcprof-decode-o.csv" 2>&1
+  ncu --kernel-name regex:qmv_kernel --launch-skip 20 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+      $B/cuda_matmul_bench --types q4_0 --m 1 >"$O/srcprof-q4_0.csv" 2>&1
+  grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Block Size|Grid Size|Stall|Elapsed" "$O/srcprof-decode.txt" | head -60
+fi
+
 if has trace; then
   # Nsight Systems timeline of decode steps replayed as graphs (each graph node traced):
   # the real kernel durations and the gaps between them.
