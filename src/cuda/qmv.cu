@@ -16,7 +16,11 @@
  * separate launch, which is what a decode step's latency is made of), else once by a
  * preparation kernel into scratch. The preparation can also be an RMSNorm of x or
  * silu(gate) * up, and one launch may serve up to three weights of one input (q, k, v;
- * gate, up), each output optionally added to a residual. */
+ * gate, up), each output optionally added to a residual.
+ *
+ * Decode steps are chains of such launches: each is launched for programmatic dependent
+ * launch, so it starts copying its first weight chunks while the kernel before it still
+ * runs, and waits for that kernel only before it reads the input (pdl_wait). */
 #include <cuda_fp16.h>
 #include <math.h>
 #include <stdint.h>
