@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,trace
+#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,srcprof
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -118,20 +118,6 @@ if has srcprof; then
       --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
       $B/cuda_matmul_bench --types q4_0 --m 1 >"$O/srcprof-q4_0.csv" 2>&1
   grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Block Size|Grid Size|Stall|Elapsed" "$O/srcprof-decode.txt" | head -60
-fi
-
-if has trace; then
-  # Nsight Systems timeline of decode steps replayed as graphs (each graph node traced):
-  # the real kernel durations and the gaps between them.
-  if command -v nsys >/dev/null; then
-    nsys profile --cuda-graph-trace=node -o /root/trace --force-overwrite true \
-        $B/wick bench gen -m "$M" -p "$P" -n 64 --rounds 1 --device cuda >"$O/trace-run.txt" 2>&1
-    nsys stats --report cuda_gpu_trace --format csv --output /root/trace /root/trace.nsys-rep >/dev/null 2>&1
-    cp /root/trace_cuda_gpu_trace.csv "$O/trace.csv" 2>/dev/null || ls /root >"$O/trace-files.txt"
-    python3 scripts/trace-gaps.py "$O/trace.csv" | tee "$O/trace.txt"
-  else
-    echo "trace: no nsys on this machine" | tee "$O/trace.txt"
-  fi
 fi
 
 if has profile; then
