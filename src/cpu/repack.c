@@ -61,6 +61,10 @@ static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
     }
 }
 
+/* Q6_Kx8: the 6-bit codes (+32, 0..63) of a 16-element group (4 steps) in three 32-byte
+ * planes: plane j holds the codes of step j in bits 0-5 and two bits of step 3's codes in
+ * bits 6-7 (bits 4-5 in plane 0, 2-3 in plane 1, 0-1 in plane 2), so that a group
+ * decodes in 11 vector operations (see repack.h). */
 static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
 {
     int8_t q[8][WK_QK_K];
@@ -70,21 +74,13 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
         for (int g = 0; g < 16; g++) out[16 + 8 * g + c] = (uint8_t)x->scales[g];
         wk_q6_K_unpack(x, q[c]);
     }
-    uint8_t *lo = out + 144, *hb = out + 1168;
-    for (int p = 0; p < 4; p++)
-        for (int s = 0; s < 8; s++)
+    uint8_t *codes = out + 144;
+    for (int g = 0; g < 16; g++)
+        for (int j = 0; j < 3; j++)
             for (int c = 0; c < 8; c++)
                 for (int i = 0; i < 4; i++) {
-                    int a = q[c][64 * p + 4 * s + i] + 32, b = q[c][64 * p + 32 + 4 * s + i] + 32;
-                    lo[256 * p + 32 * s + 4 * c + i] = (uint8_t)((a & 15) | ((b & 15) << 4));
-                }
-    for (int h = 0; h < 2; h++)
-        for (int s = 0; s < 8; s++)
-            for (int c = 0; c < 8; c++)
-                for (int i = 0; i < 4; i++) {
-                    int v = 0;
-                    for (int t = 0; t < 4; t++) v |= ((q[c][32 * (4 * h + t) + 4 * s + i] + 32) >> 4) << (2 * t);
-                    hb[256 * h + 32 * s + 4 * c + i] = (uint8_t)v;
+                    int v = q[c][16 * g + 4 * j + i] + 32, top = q[c][16 * g + 12 + i] + 32;
+                    codes[96 * g + 32 * j + 4 * c + i] = (uint8_t)(v | ((top >> (4 - 2 * j)) & 3) << 6);
                 }
 }
 
