@@ -84,6 +84,28 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
                 }
 }
 
+/* Q2_Kx8: the 2-bit codes of a 16-element group in one 32-byte step layout, byte
+ * 4*c + i holding at bits 2t the code of element 16g + 4t + i (one load, a shift and a
+ * mask per step, the 4 steps of a group sharing one scale). */
+static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
+{
+    for (int c = 0; c < 8; c++) {
+        const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        memcpy(out + 16 + 2 * c, &x->dmin, 2);
+        for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
+        for (int g = 0; g < 16; g++)
+            for (int i = 0; i < 4; i++) {
+                int v = 0;
+                for (int t = 0; t < 4; t++) {
+                    int e = 16 * g + 4 * t + i; /* in the file: qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32) */
+                    v |= ((x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) << (2 * t);
+                }
+                out[160 + 32 * g + 4 * c + i] = (uint8_t)v;
+            }
+    }
+}
+
 void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
 {
     const wk_type_traits *tr = wk_traits(t);
@@ -148,16 +170,7 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
             break;
         }
         case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
-        case WK_TYPE_Q2_K:
-            for (int c = 0; c < 8; c++) {
-                const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
-                memcpy(out + 2 * c, &x->d, 2);
-                memcpy(out + 16 + 2 * c, &x->dmin, 2);
-                for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
-                qs[c] = x->qs;
-            }
-            wk_interleave_qs(out + 160, qs, 16);
-            break;
+        case WK_TYPE_Q2_K: wk_pack_q2_K(out, blk); break;
         default: break;
         }
         out += 8 * tr->block_bytes;

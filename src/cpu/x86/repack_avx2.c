@@ -445,84 +445,93 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
     }
 }
 
-/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
-
-/* What a row's super-block of activations gives every column group: its scale and the
- * int16 pairs of block sums that meet the (min, min) pairs. Made once per row. */
-typedef struct {
-    float d;
-    int32_t bp[8];
-} wk_q2k_act;
-
-/* One row x 8 columns. The scales and mins of a super-block are expanded straight from
- * the repacked bytes by byte shuffles (one load, one shuffle, one mask per vector). */
-static void wk_q2_Kx8_tile_1(int64_t nb, const uint8_t *w, const char *x, const wk_q2k_act *xa,
-                             float *y)
+/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------
+ * A tile of R rows (1 to 4) x 8 columns: one load gives the 4 steps of a 16-element group
+ * (a shift and a mask each), whose scales are expanded by a byte shuffle; per row and step
+ * one broadcast, one maddubs, one 16-bit add, and one madd per group with its scales. The
+ * mins meet the activation's block sums once per super-block (their pairs expanded once
+ * for the tile's rows). Integer sums and float steps are those of the many-row kernel. */
+WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
+                              float *y, size_t ldy)
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
-    /* column c's byte twice as int16 (lane 0: columns 0-3, lane 1: 4-7) */
+    /* column c's byte as int16, twice (lane 0: columns 0-3, lane 1: 4-7) */
     const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
     /* column c's bytes of two consecutive groups as an int16 pair */
     const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);
         wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));
         const uint8_t *scb = blk + 32;
-        const int8_t *xq = ((const wk_block_q8_K *)x + b)->qs;
-        __m256i isum = _mm256_setzero_si256();
-        /* Each load serves the 4 sub-blocks it holds. */
-        for (int h = 0; h < 2; h++)
-            for (int half = 0; half < 2; half++) {
-                __m256i p16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                                  _mm256_setzero_si256()};
-                for (int s = 4 * half; s < 4 * half + 4; s++) {
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));
-                    for (int t = 0; t < 4; t++) {
-                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
-                        p16[t] = _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s)));
-                    }
-                }
-                for (int t = 0; t < 4; t++) {
-                    int64_t sv;
-                    memcpy(&sv, scb + 8 * (2 * (4 * h + t) + half), 8);
-                    __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
-                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16[t], scv));
-                }
-            }
-        __m256i msum = _mm256_setzero_si256();
-        for (int q = 0; q < 8; q++) {
-            __m256i mn = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
-            mn = _mm256_srli_epi16(_mm256_shuffle_epi8(mn, pairs), 4);
-            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, _mm256_set1_epi32(xa[b].bp[q])));
+        const wk_block_q8_K *xb[4];
+        __m256i isum[4];
+        for (int r = 0; r < R; r++) {
+            xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+            isum[r] = _mm256_setzero_si256();
         }
-        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16), dx = _mm256_set1_ps(xa[b].d);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, dx), acc);
-        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc);
+        for (int g = 0; g < 16; g++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
+            __m256i q[4];
+            for (int t = 0; t < 4; t++) q[t] = _mm256_and_si256(t ? _mm256_srli_epi16(v, 2 * t) : v, m3);
+            int64_t sv;
+            memcpy(&sv, scb + 8 * g, 8);
+            __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = xb[r]->qs + 16 * g;
+                __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
+                for (int t = 1; t < 4; t++) {
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
+                    WK_KEEP(p);
+                }
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+            }
+        }
+        __m256i mn[8];
+        for (int q = 0; q < 8; q++) {
+            mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
+            mn[q] = _mm256_srli_epi16(_mm256_shuffle_epi8(mn[q], pairs), 4);
+        }
+        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+        for (int r = 0; r < R; r++) {
+            __m256i msum = _mm256_setzero_si256();
+            for (int q = 0; q < 8; q++) {
+                int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+                memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
+            }
+            __m256 dx = _mm256_set1_ps(xb[r]->d);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
+        }
     }
-    _mm256_storeu_ps(y, acc);
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
 }
+
+#define WK_Q2_KX8_TILE(R)                                                                          \
+    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        wk_q2_Kx8_tile(R, nb, w, x, xs, y, ldy);                                                   \
+    }
+WK_Q2_KX8_TILE(1)
+WK_Q2_KX8_TILE(2)
+WK_Q2_KX8_TILE(3)
+WK_Q2_KX8_TILE(4)
 
 static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
+    typedef void (*tile_fn)(int64_t, const uint8_t *, const char *, size_t, float *, size_t);
+    static const tile_fn tiles[5] = {NULL, wk_q2_Kx8_tile_1, wk_q2_Kx8_tile_2, wk_q2_Kx8_tile_3, wk_q2_Kx8_tile_4};
     int64_t nb = k / 256;
-    wk_q2k_act xa[nb];
-    for (int64_t r0 = 0; r0 < nr; r0++) {
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t b = 0; b < nb; b++) {
-            const wk_block_q8_K *xb = (const wk_block_q8_K *)xr + b;
-            xa[b].d = xb->d;
-            for (int q = 0; q < 8; q++)
-                xa[b].bp[q] = (int32_t)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |
-                                        ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16));
-        }
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            wk_q2_Kx8_tile_1(nb, wg, xr, xa, y + r0 * ldy + 8 * g);
-        }
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        for (int64_t g = 0; g < nc / 8; g++)
+            tiles[R](nb, (const uint8_t *)w + g * 8 * ws, (const char *)x + r0 * xs, xs, y + r0 * ldy + 8 * g, ldy);
     }
 }
 
@@ -551,7 +560,10 @@ WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, 3)
 #define WK_Q6_K_MIN_ROWS 5
 #endif
 WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS)
-WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, 2)
+#ifndef WK_Q2_K_MIN_ROWS
+#define WK_Q2_K_MIN_ROWS 5
+#endif
+WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS)
 
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)

@@ -197,13 +197,11 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         }
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_u8(sc + 8 * g);
         for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_u8(mn + 16 * q, mn + 16 * q + 8);
-        /* byte 256h + 32s + 4c + i holds, at bits 2t, element 32(4h + t) + 4s + i */
-        for (int h = 0; h < 2; h++)
-            for (int s = 0; s < 8; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));
-                for (int t = 0; t < 4; t++)
-                    u->q[8 * (4 * h + t) + s] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
-            }
+        /* byte 32g + 4c + i holds, at bits 2t, element 16g + 4t + i */
+        for (int g = 0; g < 16; g++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
+            for (int t = 0; t < 4; t++) u->q[4 * g + t] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
+        }
     }
 }
 
