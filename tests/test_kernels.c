@@ -259,12 +259,13 @@ static void test_repacked_many_rows(wk_isa isa)
 }
 
 /* A long k: 37 super-blocks (K types) or 75 blocks cross the Q6_K tiles' span of 32
- * super-blocks whose lane offsets are made at once (a second, partial span). Rows 1 to 6
- * take the tiles of 1 to 4 rows, a 4-row tile and a remainder, and the many-row kernel;
- * against the scalar kernel and bitwise against the rows one at a time. */
+ * super-blocks whose lane offsets are made at once (a second, partial span). Rows 1 to 18
+ * take the tiles of 1 to 4 rows, 4-row tiles and a remainder, and the many-row kernel
+ * (from 5 rows for Q6_K, 17 for Q2_K); against the scalar kernel and bitwise against the
+ * rows one at a time. */
 static void test_repacked_long_k(wk_isa isa)
 {
-    enum { NR = 6, NC = 16 };
+    enum { NR = 18, NC = 16 };
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
                              WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
