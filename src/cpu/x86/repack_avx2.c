@@ -540,11 +540,12 @@ static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
 
 /* From this many rows the weights are decoded once per 64-row block instead of once per
- * tile (both paths give the same bits): measured, 2 rows for Q4_K (its decoding is the
- * larger part), 3 for the 32-element types, 5 for Q6_K (its tiles take up to 4 rows and
- * decode a group of 4 steps in 11 operations), 17 for Q2_K (a load, 3 shifts and 4 masks
- * per group: its 4-row tiles, repeated, were 5-15% faster than the many-row kernel up to
- * 16 rows, single thread). */
+ * tile (both paths give the same bits), measured single-thread with interleaved trials:
+ * 3 rows for Q4_K (at 2 its tiles were 7-12% faster) and for Q4_0, Q4_1, Q5_0, Q5_1;
+ * 7 for Q8_0 (its tiles, whose decoding is one abs, were 6-32% faster at 3-6 rows);
+ * 5 for Q6_K (its tiles take up to 4 rows and decode a group of 4 steps in 11
+ * operations); 17 for Q2_K (a load, 3 shifts and 4 masks per group: its 4-row tiles,
+ * repeated, were 5-15% faster than the many-row kernel up to 16 rows). */
 #define WK_PACKED_FN(T, TYPE, MIN_ROWS)                                                            \
     static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,         \
                               const void *x, size_t xs, float *y, size_t ldy)                      \
@@ -552,12 +553,30 @@ wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
         if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
         else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
     }
-WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, 3)
-WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, 3)
-WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, 2)
-WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, 3)
-WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, 3)
-WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, 3)
+#ifndef WK_Q8_0_MIN_ROWS
+#define WK_Q8_0_MIN_ROWS 7
+#endif
+WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS)
+#ifndef WK_Q4_0_MIN_ROWS
+#define WK_Q4_0_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, WK_Q4_0_MIN_ROWS)
+#ifndef WK_Q4_K_MIN_ROWS
+#define WK_Q4_K_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS)
+#ifndef WK_Q4_1_MIN_ROWS
+#define WK_Q4_1_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS)
+#ifndef WK_Q5_0_MIN_ROWS
+#define WK_Q5_0_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS)
+#ifndef WK_Q5_1_MIN_ROWS
+#define WK_Q5_1_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS)
 #ifndef WK_Q6_K_MIN_ROWS
 #define WK_Q6_K_MIN_ROWS 5
 #endif
