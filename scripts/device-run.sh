@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline
+#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,trace
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -102,6 +102,36 @@ if has qprof; then
     grep -E "Duration|Throughput|Issued|Eligible|Stall|Executed Ipc|Occupancy|Registers|Block Size|Grid Size|Shared Memory|Warp Cycles|L1/TEX Hit|L2 Hit|Excessive|bank" "$O/qprof-$ty.txt" | head -40
   done
   cuobjdump -sass $B/CMakeFiles/wick_obj.dir/src/cuda/qmv.cu.o >"$O/qmv.sass" 2>&1 || true
+fi
+
+if has srcprof; then
+  # Where the matrix-vector kernel's warps stall, per SASS instruction (build with
+  # CUDAFLAGS=-lineinfo for source lines): one decode launch of each kind (q/k/v, o,
+  # gate/up, down) and the m = 1 Q4_0 benchmark kernel.
+  WICK_CUDA_GRAPHS=0 ncu --kernel-name regex:qmv_kernel --launch-skip 40 --launch-count 4 \
+      --section WarpStateStats --section SourceCounters --section SpeedOfLight --section LaunchStats \
+      $B/wick bench gen -m "$M" -p "$P" -n 4 --rounds 1 --device cuda >"$O/srcprof-decode.txt" 2>&1
+  WICK_CUDA_GRAPHS=0 ncu --kernel-name regex:qmv_kernel --launch-skip 41 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+      $B/wick bench gen -m "$M" -p "$P" -n 4 --rounds 1 --device cuda >"$O/srcprof-decode-o.csv" 2>&1
+  ncu --kernel-name regex:qmv_kernel --launch-skip 20 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+      $B/cuda_matmul_bench --types q4_0 --m 1 >"$O/srcprof-q4_0.csv" 2>&1
+  grep -E "Duration|Warp Cycles Per Issued|Issued Warp|Block Size|Grid Size|Stall|Elapsed" "$O/srcprof-decode.txt" | head -60
+fi
+
+if has trace; then
+  # Nsight Systems timeline of decode steps replayed as graphs (each graph node traced):
+  # the real kernel durations and the gaps between them.
+  if command -v nsys >/dev/null; then
+    nsys profile --cuda-graph-trace=node -o /root/trace --force-overwrite true \
+        $B/wick bench gen -m "$M" -p "$P" -n 64 --rounds 1 --device cuda >"$O/trace-run.txt" 2>&1
+    nsys stats --report cuda_gpu_trace --format csv --output /root/trace /root/trace.nsys-rep >/dev/null 2>&1
+    cp /root/trace_cuda_gpu_trace.csv "$O/trace.csv" 2>/dev/null || ls /root >"$O/trace-files.txt"
+    python3 scripts/trace-gaps.py "$O/trace.csv" | tee "$O/trace.txt"
+  else
+    echo "trace: no nsys on this machine" | tee "$O/trace.txt"
+  fi
 fi
 
 if has profile; then

@@ -1,5 +1,6 @@
 /* The CUDA context: stream, cuBLAS handle, scratch; memory and copies; timers. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda/cuda_util.cuh"
 
@@ -125,6 +126,16 @@ extern "C" wk_status wk_cuda_check_launch(const char *what)
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) return WK_OK;
     return wk_fail(WK_ERR_DEVICE, "CUDA: launching %s: %s", what, cudaGetErrorString(e));
+}
+
+bool wk_cuda_pdl_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("WICK_CUDA_PDL");
+        on = !(e && strcmp(e, "0") == 0);
+    }
+    return on != 0;
 }
 
 struct wk_cuda_timer {

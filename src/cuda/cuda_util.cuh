@@ -4,6 +4,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <utility>
 
 extern "C" {
 #include "core/error.h"
@@ -45,5 +46,48 @@ static inline wk_status wk_blas_err(cublasStatus_t e, const char *what)
         wk_status st_ = wk_cuda_check_launch(what);                                                \
         if (st_) return st_;                                                                       \
     } while (0)
+
+/* Programmatic dependent launch (compute capability 9.0): a kernel launched by
+ * wk_launch_pdl may start while the kernel before it in the stream is still running, so
+ * that its launch and its prologue (copying weights, which nothing writes) overlap that
+ * kernel's work. Such a kernel calls pdl_wait() before it reads anything an earlier
+ * kernel writes and before it writes anything (pdl_wait returns once the earlier kernels
+ * have finished and their writes are visible), and pdl_release() once the next kernel may
+ * start its own prologue. Without the launch attribute both are no-ops.
+ * WICK_CUDA_PDL=0 launches normally (read once). */
+__device__ __forceinline__ void pdl_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+bool wk_cuda_pdl_enabled(void);
+
+template <typename... Params, typename... Args>
+static inline wk_status wk_launch_pdl(const char *what, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                      size_t smem, cudaStream_t stream, Args &&...args)
+{
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = wk_cuda_pdl_enabled() ? 1 : 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+    if (e == cudaSuccess) return WK_OK;
+    cudaGetLastError();
+    return wk_fail(WK_ERR_DEVICE, "CUDA: launching %s: %s", what, cudaGetErrorString(e));
+}
 
 #endif

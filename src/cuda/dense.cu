@@ -105,6 +105,8 @@ template <class T>
 __global__ void embed_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t dim,
                              wk_dptr idsd, int rows, wk_dptr xd, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     const int32_t *ids = (const int32_t *)((char *)idsd.base + (dpos ? *dpos * idsd.stride : 0));
     float *x = (float *)((char *)xd.base + (dpos ? *dpos * xd.stride : 0));
     int64_t per_row = dim / T::QK * T::S * 4;
@@ -131,6 +133,8 @@ template <typename IT>
 __global__ void embed_dense_kernel(const IT *__restrict__ w, int64_t dim, wk_dptr idsd, int rows,
                                    wk_dptr xd, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     const int32_t *ids = (const int32_t *)((char *)idsd.base + (dpos ? *dpos * idsd.stride : 0));
     float *x = (float *)((char *)xd.base + (dpos ? *dpos * xd.stride : 0));
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -146,9 +150,8 @@ wk_status embed_launch(wk_cuda_ctx *c, const void *w, int64_t dim, wk_dptr ids, 
 {
     size_t row_bytes = (size_t)(dim / T::QK) * T::BYTES;
     int64_t threads = dim / T::QK * T::S * 4 * rows;
-    embed_kernel<T><<<(unsigned)((threads + 255) / 256), 256, 0, c->stream>>>(
-        (const uint8_t *)w, row_bytes, dim, ids, (int)rows, x, dpos);
-    return wk_cuda_check_launch("the embedding kernel");
+    return wk_launch_pdl("the embedding kernel", embed_kernel<T>, dim3((unsigned)((threads + 255) / 256)),
+                         dim3(256), 0, c->stream, (const uint8_t *)w, row_bytes, dim, ids, (int)rows, x, dpos);
 }
 
 template <typename IT>
@@ -156,9 +159,8 @@ wk_status embed_dense_launch(wk_cuda_ctx *c, const void *w, int64_t dim, wk_dptr
                              wk_dptr x, const int64_t *dpos)
 {
     int64_t threads = dim * rows;
-    embed_dense_kernel<IT><<<(unsigned)((threads + 255) / 256), 256, 0, c->stream>>>(
-        (const IT *)w, dim, ids, (int)rows, x, dpos);
-    return wk_cuda_check_launch("the embedding kernel");
+    return wk_launch_pdl("the embedding kernel", embed_dense_kernel<IT>, dim3((unsigned)((threads + 255) / 256)),
+                         dim3(256), 0, c->stream, (const IT *)w, dim, ids, (int)rows, x, dpos);
 }
 
 __global__ void read_kernel(const uint4 *__restrict__ p, size_t n, float *sink)

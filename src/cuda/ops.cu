@@ -31,6 +31,8 @@ __device__ __forceinline__ float block_sum(float v, float *red)
 __global__ void rmsnorm_kernel(wk_dptr yd, wk_dptr xd, const float *__restrict__ w, int dim,
                                float eps, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     __shared__ float red[32];
     const float *x = at<const float>(xd, dpos) + (size_t)blockIdx.x * dim;
     float *y = at<float>(yd, dpos) + (size_t)blockIdx.x * dim;
@@ -45,6 +47,8 @@ __global__ void rmsnorm_kernel(wk_dptr yd, wk_dptr xd, const float *__restrict__
 __global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int half,
                             int64_t pos_off, double log_base_over_rot, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     int64_t total = (int64_t)rows * n_heads * half;
     if (i >= total) return;
@@ -72,6 +76,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
                      const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
                      int hd, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][ATT_DMAX * 32];
     const int h = blockIdx.x, r = blockIdx.y;
@@ -88,25 +94,35 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         qv[i] = d < hd ? q[d] * scale : 0.f;
         acc[i] = 0.f;
     }
-    float m = -INFINITY, l = 0.f;
-    for (int64_t j = warp; j < n_keys; j += ATT_WARPS) {
+    /* The next key's k and v rows are loaded while the current one is used: the loads of
+     * one warp's keys do not wait for each other. */
+    float kn[ATT_DMAX], vn[ATT_DMAX];
+    auto load_kv = [&](int64_t j) {
         const float *k = kc + j * kv_dim + (int64_t)kvh * hd;
-        float s = 0.f;
+        const float *v = vc + j * kv_dim + (int64_t)kvh * hd;
 #pragma unroll
         for (int i = 0; i < ATT_DMAX; i++) {
             int d = lane + 32 * i;
-            if (d < hd) s += qv[i] * k[d];
+            kn[i] = d < hd ? k[d] : 0.f;
+            vn[i] = d < hd ? v[d] : 0.f;
         }
+    };
+    if (warp < n_keys) load_kv(warp);
+    float m = -INFINITY, l = 0.f;
+    for (int64_t j = warp; j < n_keys; j += ATT_WARPS) {
+        float kj[ATT_DMAX], vj[ATT_DMAX];
+#pragma unroll
+        for (int i = 0; i < ATT_DMAX; i++) kj[i] = kn[i], vj[i] = vn[i];
+        if (j + ATT_WARPS < n_keys) load_kv(j + ATT_WARPS);
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < ATT_DMAX; i++) s += qv[i] * kj[i];
         for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        const float *v = vc + j * kv_dim + (int64_t)kvh * hd;
         float mn = fmaxf(m, s);
         float corr = expf(m - mn), p = expf(s - mn);
         l = l * corr + p;
 #pragma unroll
-        for (int i = 0; i < ATT_DMAX; i++) {
-            int d = lane + 32 * i;
-            if (d < hd) acc[i] = acc[i] * corr + p * v[d];
-        }
+        for (int i = 0; i < ATT_DMAX; i++) acc[i] = acc[i] * corr + p * vj[i];
         m = mn;
     }
     if (lane == 0) {
@@ -133,6 +149,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     float *g = at<float>(gd, dpos);
     const float *u = at<const float>(ud, dpos);
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -144,6 +162,8 @@ __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t
 
 __global__ void add_kernel(wk_dptr yd, wk_dptr xd, int64_t n, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     float *y = at<float>(yd, dpos);
     const float *x = at<const float>(xd, dpos);
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -153,6 +173,8 @@ __global__ void add_kernel(wk_dptr yd, wk_dptr xd, int64_t n, const int64_t *dpo
 
 __global__ void copy_kernel(wk_dptr dd, wk_dptr sd, int64_t n, const int64_t *dpos)
 {
+    pdl_wait();
+    pdl_release();
     float *d = at<float>(dd, dpos);
     const float *s = at<const float>(sd, dpos);
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -174,8 +196,8 @@ extern "C" wk_status wk_cuda_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const
 {
     if (rows <= 0) return WK_OK;
     int threads = dim >= 1024 ? 1024 : (int)((dim + 31) / 32 * 32);
-    rmsnorm_kernel<<<(unsigned)rows, threads, 0, c->stream>>>(y, x, w, (int)dim, eps, dpos);
-    return wk_cuda_check_launch("rmsnorm");
+    return wk_launch_pdl("rmsnorm", rmsnorm_kernel, dim3((unsigned)rows), dim3(threads), 0, c->stream, y, x, w,
+                         (int)dim, eps, dpos);
 }
 
 extern "C" wk_status wk_cuda_rope(wk_cuda_ctx *c, wk_dptr x, int64_t rows, int64_t n_heads,
@@ -186,9 +208,8 @@ extern "C" wk_status wk_cuda_rope(wk_cuda_ctx *c, wk_dptr x, int64_t rows, int64
     int64_t total = rows * n_heads * half;
     if (total <= 0) return WK_OK;
     double lb = log((double)freq_base) / (double)n_rot;
-    rope_kernel<<<(unsigned)((total + 255) / 256), 256, 0, c->stream>>>(
-        x, (int)rows, (int)n_heads, (int)head_dim, (int)half, pos_off, lb, dpos);
-    return wk_cuda_check_launch("rope");
+    return wk_launch_pdl("rope", rope_kernel, dim3((unsigned)((total + 255) / 256)), dim3(256), 0, c->stream, x,
+                         (int)rows, (int)n_heads, (int)head_dim, (int)half, pos_off, lb, dpos);
 }
 
 extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
@@ -204,31 +225,26 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
                        (long long)n_heads, (long long)n_kv_heads);
     if (rows <= 0) return WK_OK;
     dim3 grid((unsigned)n_heads, (unsigned)rows);
-    attention_kernel<<<grid, ATT_WARPS * 32, 0, c->stream>>>(out, q, k_cache, v_cache, pos_off,
-                                                             (int)n_heads, (int)n_kv_heads,
-                                                             (int)head_dim, dpos);
-    return wk_cuda_check_launch("attention");
+    return wk_launch_pdl("attention", attention_kernel, grid, dim3(ATT_WARPS * 32), 0, c->stream, out, q,
+                         k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, (int)head_dim, dpos);
 }
 
 extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,
                                       const int64_t *dpos)
 {
     if (n <= 0) return WK_OK;
-    silu_mul_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(gate, up, n, dpos);
-    return wk_cuda_check_launch("silu_mul");
+    return wk_launch_pdl("silu_mul", silu_mul_kernel, dim3(grid_for(n, 256)), dim3(256), 0, c->stream, gate, up, n, dpos);
 }
 
 extern "C" wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos)
 {
     if (n <= 0) return WK_OK;
-    add_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(y, x, n, dpos);
-    return wk_cuda_check_launch("add");
+    return wk_launch_pdl("add", add_kernel, dim3(grid_for(n, 256)), dim3(256), 0, c->stream, y, x, n, dpos);
 }
 
 extern "C" wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n,
                                       const int64_t *dpos)
 {
     if (n <= 0) return WK_OK;
-    copy_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(dst, src, n, dpos);
-    return wk_cuda_check_launch("copy");
+    return wk_launch_pdl("copy", copy_kernel, dim3(grid_for(n, 256)), dim3(256), 0, c->stream, dst, src, n, dpos);
 }

@@ -96,20 +96,20 @@ __device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
     return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
 }
 
-/* Sum or max over the block's threads, in a fixed order (the same result every run). */
-__device__ float block_reduce(float v, bool is_max, float *red)
+/* The sum of `sum` and the largest `mx` over the block's threads, in a fixed order (the
+ * same result every run); red holds 2 floats per warp. */
+__device__ void block_sum_max(float &sum, float &mx, float *red)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     for (int o = 16; o; o >>= 1) {
-        float u = __shfl_xor_sync(0xffffffffu, v, o);
-        v = is_max ? fmaxf(v, u) : v + u;
+        sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
     }
     __syncthreads(); /* red may still be read from the previous reduction */
-    if (lane == 0) red[warp] = v;
+    if (lane == 0) red[2 * warp] = sum, red[2 * warp + 1] = mx;
     __syncthreads();
-    float r = red[0];
-    for (int i = 1; i < nw; i++) r = is_max ? fmaxf(r, red[i]) : r + red[i];
-    return r;
+    sum = red[0], mx = red[1];
+    for (int i = 1; i < nw; i++) sum += red[2 * i], mx = fmaxf(mx, red[2 * i + 1]);
 }
 
 /* Where the preparation reads row r: resolved once (the position is read once). */
@@ -126,57 +126,70 @@ __device__ __forceinline__ src_rows resolve(const params &p)
     return s;
 }
 
-/* The 16 values of segment j of input row r before any RMSNorm factor: the input, x * w
- * (the RMSNorm's weight; the row's factor is applied by the caller), or silu(x) * x2. */
-__device__ __forceinline__ void source16(const params &p, const src_rows &sr, int r, int j, float (&v)[16])
+/* The 4 values of unit u (elements 4u .. 4u+3) of input row r before any RMSNorm factor:
+ * the input or silu(x) * x2 (for an RMSNorm the input; its weight and the row's factor
+ * are applied by the caller). */
+__device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, int r, int u)
 {
-    const size_t off = (size_t)r * p.k + (size_t)j * SEG;
+    const size_t off = (size_t)r * p.k + (size_t)u * 4;
     if (p.src == WK_QMV_INPUT && p.x_f16) {
-        load16((const __half *)sr.x + off, v);
-        return;
+        const uint2 h = *reinterpret_cast<const uint2 *>((const __half *)sr.x + off);
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h.x));
+        const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h.y));
+        return make_float4(a.x, a.y, b.x, b.y);
     }
-    load16((const float *)sr.x + off, v);
+    float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
     if (p.src == WK_QMV_SILU_MUL) {
-        float u[16];
-        load16((const float *)sr.x2 + off, u);
-#pragma unroll
-        for (int i = 0; i < 16; i++) v[i] = v[i] / (1.f + expf(-v[i])) * u[i];
+        const float4 g = *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
+        v.x = v.x / (1.f + expf(-v.x)) * g.x;
+        v.y = v.y / (1.f + expf(-v.y)) * g.y;
+        v.z = v.z / (1.f + expf(-v.z)) * g.z;
+        v.w = v.w / (1.f + expf(-v.w)) * g.w;
     }
+    return v;
 }
 
 /* Prepare input rows r0 .. r1-1 with all threads of the block: hi/lo halves into
  * xh (row r's hi at array 2r, lo at 2r+1, xpitch halves apart), segment sums, scales.
- * Two passes: the row's largest |value| (and for an RMSNorm its sum of squares; the
- * largest |x * w| times the row's factor then bounds the values, which is all the scale
- * needs), then the split. write_norm: also store the RMSNorm's result. */
+ * Thread i takes the 4-element units i, i + blockDim.x, ...: the units of one 16-element
+ * segment are 4 neighbouring lanes, which add their sums by two shuffles. Two passes:
+ * the row's largest |value| (and for an RMSNorm its sum of squares; the largest |x * w|
+ * times the row's factor then bounds the values, which is all the scale needs), then the
+ * split; the first KEEP units of a thread stay in registers between them.
+ * write_norm: also store the RMSNorm's result. The block size is a multiple of 32. */
 __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xpitch, float *sums,
                              float *scale, bool write_norm, float *red)
 {
-    const int nseg = p.nseg;
+    constexpr int KEEP = 2;
+    const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
     const src_rows sr = resolve(p);
     for (int r = r0; r < r1; r++) {
+        float4 kept[KEEP];
         float mx = 0.f, ss = 0.f;
-        for (int j = threadIdx.x; j < nseg; j += blockDim.x) {
-            float v[16];
-            source16(p, sr, r, j, v);
+        auto measure = [&](const float4 v, int u) {
             if (norm) {
-#pragma unroll
-                for (int i = 0; i < 16; i++) {
-                    ss += v[i] * v[i];
-                    mx = fmaxf(mx, fabsf(v[i] * p.norm_w[j * SEG + i]));
-                }
+                const float *w = p.norm_w + 4 * u;
+                ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+                mx = fmaxf(fmaxf(fmaxf(mx, fabsf(v.x * w[0])), fmaxf(fabsf(v.y * w[1]), fabsf(v.z * w[2]))),
+                           fabsf(v.w * w[3]));
             } else {
+                mx = fmaxf(fmaxf(mx, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
+            }
+        };
 #pragma unroll
-                for (int i = 0; i < 16; i++) mx = fmaxf(mx, fabsf(v[i]));
+        for (int i = 0; i < KEEP; i++) {
+            const int u = threadIdx.x + i * blockDim.x;
+            kept[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (u < nu) {
+                kept[i] = source4(p, sr, r, u);
+                measure(kept[i], u);
             }
         }
-        float rr = 1.f;
-        if (norm) {
-            ss = block_reduce(ss, false, red);
-            rr = 1.f / sqrtf(ss / (float)p.k + p.eps);
-        }
-        mx = block_reduce(mx, true, red) * rr;
+        for (int u = threadIdx.x + KEEP * blockDim.x; u < nu; u += blockDim.x) measure(source4(p, sr, r, u), u);
+        block_sum_max(ss, mx, red);
+        const float rr = norm ? 1.f / sqrtf(ss / (float)p.k + p.eps) : 1.f;
+        mx *= rr;
         /* s = 2^e with max < s (about: values may reach s, f16 holds them all): x / s
          * is exact. NaN/inf keep s = 1 and show. */
         float s = 1.f;
@@ -188,34 +201,43 @@ __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xp
             inv_e = -e;
         }
         const float inv = ldexpf(1.f, inv_e);
-        for (int j = threadIdx.x; j < nseg; j += blockDim.x) {
-            float v[16], sum = 0.f;
-            source16(p, sr, r, j, v);
-            if (norm) {
+        /* Unit u's halves and its segment's sum; every lane of a warp takes part (the
+         * shuffles), lanes past the end with on = false. */
+        auto split = [&](float4 t, int u, bool on) {
+            float v[4] = {t.x, t.y, t.z, t.w};
+            if (on && norm) {
+                const float *w = p.norm_w + 4 * u;
 #pragma unroll
-                for (int i = 0; i < 16; i++) v[i] = v[i] * rr * p.norm_w[j * SEG + i];
+                for (int e = 0; e < 4; e++) v[e] = v[e] * rr * w[e];
             }
-            if (write_norm) {
-                float *y = sr.norm_out + (size_t)r * p.k + (size_t)j * SEG;
+            if (on && write_norm)
+                *reinterpret_cast<float4 *>(sr.norm_out + (size_t)r * p.k + 4 * (size_t)u) =
+                    make_float4(v[0], v[1], v[2], v[3]);
+            __align__(8) __half h[4], l[4];
+            float sum = 0.f;
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    reinterpret_cast<float4 *>(y)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
-            }
-            __align__(16) __half h[16], l[16];
-#pragma unroll
-            for (int i = 0; i < 16; i++) {
-                float f = v[i] * inv;
-                h[i] = __float2half_rn(f);
-                l[i] = __float2half_rn(f - __half2float(h[i]));
+            for (int e = 0; e < 4; e++) {
+                const float f = v[e] * inv;
+                h[e] = __float2half_rn(f);
+                l[e] = __float2half_rn(f - __half2float(h[e]));
                 sum += f;
             }
-            uint4 *dh = reinterpret_cast<uint4 *>(xh + (size_t)(2 * r) * xpitch + j * SEG);
-            uint4 *dl = reinterpret_cast<uint4 *>(xh + (size_t)(2 * r + 1) * xpitch + j * SEG);
-            dh[0] = reinterpret_cast<const uint4 *>(h)[0];
-            dh[1] = reinterpret_cast<const uint4 *>(h)[1];
-            dl[0] = reinterpret_cast<const uint4 *>(l)[0];
-            dl[1] = reinterpret_cast<const uint4 *>(l)[1];
-            sums[(size_t)r * nseg + j] = sum;
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            if (on) {
+                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r) * xpitch + 4 * u) = *reinterpret_cast<const uint2 *>(h);
+                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r + 1) * xpitch + 4 * u) =
+                    *reinterpret_cast<const uint2 *>(l);
+                if ((u & 3) == 0) sums[(size_t)r * p.nseg + u / 4] = sum;
+            }
+        };
+        const int iters = (nu + blockDim.x - 1) / blockDim.x;
+#pragma unroll
+        for (int i = 0; i < KEEP; i++)
+            if (i < iters) split(kept[i], threadIdx.x + i * blockDim.x, threadIdx.x + i * blockDim.x < nu);
+        for (int i = KEEP; i < iters; i++) {
+            const int u = threadIdx.x + i * blockDim.x;
+            split(u < nu ? source4(p, sr, r, u) : make_float4(0.f, 0.f, 0.f, 0.f), u, u < nu);
         }
         if (threadIdx.x == 0) scale[r] = s;
     }
@@ -224,7 +246,9 @@ __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xp
 /* The preparation as its own kernel (large inputs): one block per input row. */
 __global__ void __launch_bounds__(256) prepare_kernel(params p)
 {
-    __shared__ float red[MAX_WARPS];
+    __shared__ float red[2 * MAX_WARPS];
+    pdl_wait();
+    pdl_release();
     int r = blockIdx.x;
     prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
                  p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
@@ -333,9 +357,14 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         cp_commit();
     };
 
-    /* Start the first copy, then prepare the input while it is in flight. */
+    /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
+     * this may overlap the previous kernel), then wait for that kernel and prepare the
+     * input while the copies are in flight. */
     int c = live > 0 ? kw : nchunk;
     if (c < nchunk) stage_chunk(c, 0);
+    if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
+    pdl_wait();
+    pdl_release();
 
     const __half *xh;
     const float *sums, *xscale;
@@ -406,12 +435,10 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
 
     for (int it = 0; c < nchunk; c += wpg, it++) {
         const int slot = it & 1;
-        if (c + wpg < nchunk) {
-            stage_chunk(c + wpg, slot ^ 1);
-            cp_wait<1>();
-        } else {
+        if (c + wpg < nchunk)
+            cp_wait<1>(); /* the next chunk may still be in flight */
+        else
             cp_wait<0>();
-        }
         __syncwarp();
         const uint8_t *r0 = buf + slot * 16 * PITCH + row0 * PITCH + sh0;
         const uint8_t *r1 = buf + slot * 16 * PITCH + row1 * PITCH + sh1;
@@ -422,7 +449,8 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
             for (int bb = 0; bb < nblk - c * CH; bb++)
                 block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
         }
-        __syncwarp(); /* the buffer is refilled by the next-but-one copy */
+        __syncwarp(); /* every lane is done with the slot: refill it */
+        if (c + 2 * wpg < nchunk) stage_chunk(c + 2 * wpg, slot);
     }
 
     /* The warps of a row group add up their k parts in a fixed order. */
@@ -518,8 +546,8 @@ template <class T, int NX, bool BIG> wk_status launch_k(wk_cuda_ctx *c, params &
         WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG>, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
         allowed = (size_t)200 << 10;
     }
-    qmv_kernel<T, NX, BIG><<<(unsigned)blocks, nw * 32, smem, c->stream>>>(p);
-    return wk_cuda_check_launch("the quantized matrix-vector kernel");
+    return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG>, dim3((unsigned)blocks),
+                         dim3(nw * 32), smem, c->stream, p);
 }
 
 int sm_count()
@@ -616,8 +644,8 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
     p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= ((int64_t)1 << 20);
     if (!p.inline_x) {
-        wk_status st = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
-        if (st) return st;
+        wk_status rs = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
+        if (rs) return rs;
         char *s = (char *)c->scratch;
         p.xpitch = (int)(j->k + SEG);
         p.xg = (__half *)s;
@@ -625,8 +653,9 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         p.sums_g = (float *)s;
         s += round_up((size_t)(j->m * (j->k / SEG)) * 4, 256);
         p.scale_g = (float *)s;
-        prepare_kernel<<<(unsigned)j->m, 128, 0, c->stream>>>(p);
-        WK_LAUNCHED("the matrix-vector input preparation");
+        wk_status st = wk_launch_pdl("the matrix-vector input preparation", prepare_kernel, dim3((unsigned)j->m),
+                                     dim3(256), 0, c->stream, p);
+        if (st) return st;
     }
     switch (j->wtype) {
     case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
