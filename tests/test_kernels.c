@@ -258,6 +258,60 @@ static void test_repacked_many_rows(wk_isa isa)
     }
 }
 
+/* A long k: 37 super-blocks (K types) or 75 blocks cross the Q6_K tiles' span of 32
+ * super-blocks whose lane offsets are made at once (a second, partial span). Rows 1 to 18
+ * take the tiles of 1 to 4 rows, 4-row tiles and a remainder, and the many-row kernel
+ * (from 5 rows for Q6_K, 17 for Q2_K); against the scalar kernel and bitwise against the
+ * rows one at a time. */
+static void test_repacked_long_k(wk_isa isa)
+{
+    enum { NR = 18, NC = 16 };
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        wk_type t = types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        if (!packed) continue;
+        int64_t k = tr->block_size == 32 ? 75 * 32 : 37 * 256;
+        size_t ws = 0, xs = 0;
+        CHECK_OK(wk_type_row_bytes(t, k, &ws));
+        CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
+        float *f = malloc(sizeof(float) * k), *wd = malloc(sizeof(float) * NC * k), *xd = malloc(sizeof(float) * NR * k);
+        char *w = malloc(ws * NC), *wp = malloc(ws * NC), *xq = malloc(xs * NR);
+        for (int c = 0; c < NC; c++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            tr->from_f32(f, w + c * ws, k);
+            tr->to_f32(w + c * ws, wd + c * k, k);
+        }
+        for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
+        for (int r = 0; r < NR; r++) {
+            for (int64_t i = 0; i < k; i++) f[i] = rnd();
+            wk_traits(tr->vec_dot_type)->from_f32(f, xq + r * xs, k);
+            wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
+        }
+        float yr[NR * NC], y1[NR * NC];
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, w, ws, xq, xs, yr, NC);
+        for (int r = 0; r < NR; r++) packed(k, 1, NC, wp, ws, xq + r * xs, xs, y1 + r * NC, NC);
+        for (int nr = 1; nr <= NR; nr++) {
+            float ys[NR * NC];
+            packed(k, nr, NC, wp, ws, xq, xs, ys, NC);
+            CHECK_MSG(memcmp(ys, y1, sizeof(float) * (size_t)(nr * NC)) == 0,
+                      "repacked %s k=%lld: %d rows at once differ from one row at a time", tr->name,
+                      (long long)k, nr);
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < NC; c++) {
+                    double mag = 0;
+                    for (int64_t i = 0; i < k; i++) mag += fabs((double)wd[c * k + i] * xd[r * k + i]);
+                    CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * mag + 1e-6,
+                              "repacked %s k=%lld, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name,
+                              (long long)k, nr, r, c, ys[r * NC + c], yr[r * NC + c]);
+                }
+        }
+        free(f), free(wd), free(xd), free(w), free(wp), free(xq);
+    }
+}
+
 /* Q5_0 codes at their extremes (0 and 31) against activations at +-127: the many-row
  * kernel sums (code - 16) * x in 16-bit lanes that start from the activations' offset,
  * and the lane sums reach -32512 and +30480 here. Every product is an integer times 1.0,
@@ -338,6 +392,7 @@ int main(void)
         test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
         test_repacked_many_rows(WK_ISA_AVX2);
+        test_repacked_long_k(WK_ISA_AVX2);
         test_q5_0_extremes(WK_ISA_AVX2);
         test_q6_K_extremes(WK_ISA_AVX2);
     }
@@ -347,6 +402,7 @@ int main(void)
         test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
         test_repacked_many_rows(WK_ISA_AVX512);
+        test_repacked_long_k(WK_ISA_AVX512);
         test_q5_0_extremes(WK_ISA_AVX512);
         test_q6_K_extremes(WK_ISA_AVX512);
     }

@@ -61,6 +61,10 @@ static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
     }
 }
 
+/* Q6_Kx8: the 6-bit codes (+32, 0..63) of a 16-element group (4 steps) in three 32-byte
+ * planes: plane j holds the codes of step j in bits 0-5 and two bits of step 3's codes in
+ * bits 6-7 (bits 4-5 in plane 0, 2-3 in plane 1, 0-1 in plane 2), so that a group
+ * decodes in 11 vector operations (see repack.h). */
 static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
 {
     int8_t q[8][WK_QK_K];
@@ -70,22 +74,36 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
         for (int g = 0; g < 16; g++) out[16 + 8 * g + c] = (uint8_t)x->scales[g];
         wk_q6_K_unpack(x, q[c]);
     }
-    uint8_t *lo = out + 144, *hb = out + 1168;
-    for (int p = 0; p < 4; p++)
-        for (int s = 0; s < 8; s++)
+    uint8_t *codes = out + 144;
+    for (int g = 0; g < 16; g++)
+        for (int j = 0; j < 3; j++)
             for (int c = 0; c < 8; c++)
                 for (int i = 0; i < 4; i++) {
-                    int a = q[c][64 * p + 4 * s + i] + 32, b = q[c][64 * p + 32 + 4 * s + i] + 32;
-                    lo[256 * p + 32 * s + 4 * c + i] = (uint8_t)((a & 15) | ((b & 15) << 4));
+                    int v = q[c][16 * g + 4 * j + i] + 32, top = q[c][16 * g + 12 + i] + 32;
+                    codes[96 * g + 32 * j + 4 * c + i] = (uint8_t)(v | ((top >> (4 - 2 * j)) & 3) << 6);
                 }
-    for (int h = 0; h < 2; h++)
-        for (int s = 0; s < 8; s++)
-            for (int c = 0; c < 8; c++)
-                for (int i = 0; i < 4; i++) {
-                    int v = 0;
-                    for (int t = 0; t < 4; t++) v |= ((q[c][32 * (4 * h + t) + 4 * s + i] + 32) >> 4) << (2 * t);
-                    hb[256 * h + 32 * s + 4 * c + i] = (uint8_t)v;
+}
+
+/* Q2_Kx8: the 2-bit codes of a 16-element group in one 32-byte step layout, byte
+ * 4*c + i holding at bits 2t the code of element 16g + 4t + i (one load, a shift and a
+ * mask per step, the 4 steps of a group sharing one scale). */
+static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
+{
+    for (int c = 0; c < 8; c++) {
+        const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        memcpy(out + 16 + 2 * c, &x->dmin, 2);
+        for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
+        for (int g = 0; g < 16; g++)
+            for (int i = 0; i < 4; i++) {
+                int v = 0;
+                for (int t = 0; t < 4; t++) {
+                    int e = 16 * g + 4 * t + i; /* in the file: qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32) */
+                    v |= ((x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) << (2 * t);
                 }
+                out[160 + 32 * g + 4 * c + i] = (uint8_t)v;
+            }
+    }
 }
 
 void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
@@ -152,16 +170,7 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
             break;
         }
         case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
-        case WK_TYPE_Q2_K:
-            for (int c = 0; c < 8; c++) {
-                const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
-                memcpy(out + 2 * c, &x->d, 2);
-                memcpy(out + 16 + 2 * c, &x->dmin, 2);
-                for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
-                qs[c] = x->qs;
-            }
-            wk_interleave_qs(out + 160, qs, 16);
-            break;
+        case WK_TYPE_Q2_K: wk_pack_q2_K(out, blk); break;
         default: break;
         }
         out += 8 * tr->block_bytes;

@@ -14,12 +14,14 @@
  *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as a 32-byte plane (wk_q5x8_plane); qs at
  *     48 as Q4_0x8
  *   Q5_1x8 (192 bytes): d[8], m[8]; plane at 32; qs at 64
- *   Q6_Kx8 (1680 bytes): d[8]; scales[16][8] at 16; at 144 the low nibbles, byte
- *     256*p + 32*s + 4*c + i = element 64p+4s+i (low) and 64p+32+4s+i (high) of column c;
- *     at 1168 the top 2 bits, byte 256*h + 32*s + 4*c + i holding those of element
- *     32*(4h+t) + 4s + i at bit 2t (t < 4); values stored +32 (0..63)
- *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; qs at 160 + 32*s + 4*c + i
- *     = column c's qs[4*s + i], s < 16 (each byte holds 4 codes, as in the file)
+ *   Q6_Kx8 (1680 bytes): d[8]; scales[16][8] at 16; at 144 + 96*g the 16-element group g
+ *     (steps 4g..4g+3, codes stored +32, 0..63) as three planes: byte 32*j + 4*c + i (j < 3)
+ *     = code of element 16g + 4j + i of column c in bits 0-5, and in bits 6-7 bits 4-2j and
+ *     5-2j of the code of element 16g + 12 + i. Decoding: step j = plane j & 0x3f; step 3 =
+ *     ((p0 & 0xc0) | ((p1 >> 2) & 0x30) | ((p2 >> 4) & 0x0c)) >> 2
+ *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; at 160 + 32*g the
+ *     16-element group g: byte 4*c + i holds at bits 2t the code of column c's element
+ *     16g + 4t + i (t < 4)
  *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
  *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
  *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */

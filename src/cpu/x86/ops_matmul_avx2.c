@@ -17,6 +17,7 @@
 
 #include "core/half.h"
 #include "cpu/ops_internal.h"
+#include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
@@ -297,7 +298,6 @@ static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
     __m256 acc[WK_ROWS][8];
     for (int64_t r = 0; r < nr; r++)
         for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m3 = _mm256_set1_epi8(3);
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q6_K);
         int16_t sc[128];
@@ -309,15 +309,13 @@ static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
             const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
             __m256i isum[8];
             for (int l = 0; l < 8; l++) isum[l] = _mm256_setzero_si256();
-            for (int t = 0; t < 8; t++) {
+            for (int t = 0; t < 8; t++) { /* sub-block t: groups 2t and 2t + 1, steps 8t + l */
                 __m256i s_lo = wk_pairs16(sc + 8 * (2 * t)), s_hi = wk_pairs16(sc + 8 * (2 * t + 1));
+                __m256i q[8];
+                wk_q6x8_group(blk + 144 + 96 * (2 * t), q);
+                wk_q6x8_group(blk + 144 + 96 * (2 * t + 1), q + 4);
                 for (int l = 0; l < 8; l++) {
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * (t / 2) + 32 * l));
-                    __m256i lo = (t & 1) ? _mm256_and_si256(_mm256_srli_epi16(v, 4), m4) : _mm256_and_si256(v, m4);
-                    __m256i h = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (t / 4) + 32 * l));
-                    h = _mm256_and_si256(_mm256_srli_epi16(h, 2 * (t % 4)), m3);
-                    __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(h, 4));
-                    __m256i p16 = _mm256_maddubs_epi16(q, wk_bcast4(xb->qs + 32 * t + 4 * l));
+                    __m256i p16 = _mm256_maddubs_epi16(q[l], wk_bcast4(xb->qs + 32 * t + 4 * l));
                     isum[l] = _mm256_add_epi32(isum[l], _mm256_madd_epi16(p16, l < 4 ? s_lo : s_hi));
                 }
             }

@@ -3,11 +3,13 @@
  * broadcast four at a time, each loaded weight block used for the tile's rows. For 4-bit weights the 16-bit pair sums of up to 16
  * products are added before widening (at most 16 * 15 * 127 = 30480: no overflow). */
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
@@ -363,178 +365,173 @@ static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size
 }
 
 /* ---- Q6_Kx8: 6-bit codes (value + 32), int8 scale per 16 elements --------------------
- * Codes up to 63: widened every two steps, times the group's scale in _mm256_madd_epi16.
- * The +32 of the codes is taken off through the activation's bsums. */
-WK_INLINE __m256i wk_dup_cols_s8(const uint8_t *v)
+ * A tile of R rows (1 to 4) x 8 columns reads each super-block once for its rows and
+ * decodes a 16-element group (4 steps) in 11 operations (wk_q6x8_group). Per row and
+ * step: one broadcast, one maddubs, one 16-bit add; the lanes start at the row's lane
+ * offsets (wk_q6x8_lane_offs, made once per call for all column groups), so the +32 of
+ * the codes needs no correction and one madd per group with its scales widens the sums.
+ * The integer sums are those of the many-row kernel (repack_rows_avx2.c), and so are the
+ * float operations: one fused multiply-add per super-block. */
+#define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once (16 KiB for 4 rows) */
+
+WK_INLINE void wk_q6_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
+                              const int32_t *lo, bool first, float *y, size_t ldy)
 {
-    __m128i w = _mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)v));
-    return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy);
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);
+        wk_prefetch_block(blk, 8 * sizeof(wk_block_q6_K));
+        const wk_block_q8_K *xb[4];
+        __m256i isum[4];
+        for (int r = 0; r < R; r++) {
+            xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+            isum[r] = _mm256_setzero_si256();
+        }
+        for (int g = 0; g < 16; g++) {
+            __m256i q[4];
+            wk_q6x8_group(blk + 144 + 96 * g, q);
+            const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = xb[r]->qs + 16 * g;
+                __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[r * WK_Q6_SPAN * 16 + 16 * b + g]),
+                                             _mm256_maddubs_epi16(q[0], wk_bcast4(xq)));
+                WK_KEEP(p);
+                for (int t = 1; t < 4; t++) {
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
+                    WK_KEEP(p);
+                }
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, sc));
+            }
+        }
+        __m256 wd = wk_load_f16x8(blk);
+        for (int r = 0; r < R; r++)
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
+    }
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
 }
 
 #define WK_Q6_KX8_TILE(R)                                                                          \
     static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   float *y, size_t ldy)                                           \
+                                   const int32_t *lo, bool first, float *y, size_t ldy)            \
     {                                                                                              \
-        const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);                   \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);                                \
-            wk_prefetch_block(blk, 8 * sizeof(wk_block_q6_K));                                     \
-            const uint8_t *scb = blk + 16;                                                         \
-            __m256i isum[R], scv[16];                                                              \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
-            for (int g = 0; g < 16; g++) scv[g] = wk_dup_cols_s8(scb + 8 * g);                     \
-            for (int p = 0; p < 4; p++) {                                                          \
-                const int sh = 4 * (p & 1);                                                        \
-                __m256i plo[R], phi[R];                                                            \
-                for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();              \
-                for (int s = 0; s < 8; s++) {                                                      \
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s)); \
-                    __m256i hb =                                                                   \
-                        _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s)); \
-                    /* the two top bits of each code, moved straight to bits 4-5 */                \
-                    __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);                             \
-                    __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);       \
-                    __m256i lo = _mm256_or_si256(_mm256_and_si256(v, m4),                          \
-                                                 _mm256_and_si256(lo_h, m30));                     \
-                    __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),    \
-                                                 _mm256_and_si256(hi_h, m30));                     \
-                    for (int r = 0; r < R; r++) {                                                  \
-                        const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
-                        plo[r] = _mm256_add_epi16(                                                 \
-                            plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));              \
-                        phi[r] = _mm256_add_epi16(                                                 \
-                            phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));         \
-                    }                                                                              \
-                    if (s & 1) {                                                                   \
-                        int g = s / 4; /* first or second 16 of the sub-block */                   \
-                        __m256i slo = scv[2 * (2 * p) + g], shi = scv[2 * (2 * p + 1) + g];        \
-                        for (int r = 0; r < R; r++) {                                              \
-                            isum[r] = _mm256_add_epi32(                                            \
-                                isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),          \
-                                                          _mm256_madd_epi16(phi[r], shi)));        \
-                            plo[r] = phi[r] = _mm256_setzero_si256();                              \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-            __m256i scp[8];                                                                        \
-            for (int q = 0; q < 8; q++)                                                            \
-                scp[q] = _mm256_cvtepi8_epi16(                                                     \
-                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(scb + 16 * q)),            \
-                                      _mm_loadl_epi64((const __m128i *)(scb + 16 * q + 8))));      \
-            __m256 wd = wk_load_f16x8(blk);                                                        \
-            for (int r = 0; r < R; r++) {                                                          \
-                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
-                __m256i corr = _mm256_setzero_si256();                                             \
-                for (int q = 0; q < 8; q++) {                                                      \
-                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |  \
-                                                         ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16))); \
-                    corr = _mm256_add_epi32(corr, _mm256_madd_epi16(scp[q], bp));                  \
-                }                                                                                  \
-                __m256i v = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(corr, 5));                 \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v),                                    \
-                                         _mm256_mul_ps(wd, _mm256_set1_ps(xb->d)), acc[r]);        \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+        wk_q6_Kx8_tile(R, nb, w, x, xs, lo, first, y, ldy);                                        \
     }
-
 WK_Q6_KX8_TILE(1)
+WK_Q6_KX8_TILE(2)
+WK_Q6_KX8_TILE(3)
+WK_Q6_KX8_TILE(4)
 
 static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
+    typedef void (*tile_fn)(int64_t, const uint8_t *, const char *, size_t, const int32_t *, bool, float *, size_t);
+    static const tile_fn tiles[5] = {NULL, wk_q6_Kx8_tile_1, wk_q6_Kx8_tile_2, wk_q6_Kx8_tile_3, wk_q6_Kx8_tile_4};
     int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0++) {
+    int32_t lo[4 * WK_Q6_SPAN * 16];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
         const char *xr = (const char *)x + r0 * xs;
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            float *yg = y + r0 * ldy + 8 * g;
-            wk_q6_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
+        for (int64_t b0 = 0; b0 < nb; b0 += WK_Q6_SPAN) {
+            int64_t sb = nb - b0 < WK_Q6_SPAN ? nb - b0 : WK_Q6_SPAN;
+            for (int r = 0; r < R; r++)
+                for (int64_t b = 0; b < sb; b++)
+                    wk_q6x8_lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
+                                      lo + r * WK_Q6_SPAN * 16 + 16 * b);
+            for (int64_t g = 0; g < nc / 8; g++)
+                tiles[R](sb, (const uint8_t *)w + g * 8 * ws + b0 * 8 * sizeof(wk_block_q6_K),
+                         xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy + 8 * g, ldy);
         }
     }
 }
 
-/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------ */
-
-/* What a row's super-block of activations gives every column group: its scale and the
- * int16 pairs of block sums that meet the (min, min) pairs. Made once per row. */
-typedef struct {
-    float d;
-    int32_t bp[8];
-} wk_q2k_act;
-
-/* One row x 8 columns. The scales and mins of a super-block are expanded straight from
- * the repacked bytes by byte shuffles (one load, one shuffle, one mask per vector). */
-static void wk_q2_Kx8_tile_1(int64_t nb, const uint8_t *w, const char *x, const wk_q2k_act *xa,
-                             float *y)
+/* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------
+ * A tile of R rows (1 to 4) x 8 columns: one load gives the 4 steps of a 16-element group
+ * (a shift and a mask each), whose scales are expanded by a byte shuffle; per row and step
+ * one broadcast, one maddubs, one 16-bit add, and one madd per group with its scales. The
+ * mins meet the activation's block sums once per super-block (their pairs expanded once
+ * for the tile's rows). Integer sums and float steps are those of the many-row kernel. */
+WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
+                              float *y, size_t ldy)
 {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
-    /* column c's byte twice as int16 (lane 0: columns 0-3, lane 1: 4-7) */
+    /* column c's byte as int16, twice (lane 0: columns 0-3, lane 1: 4-7) */
     const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
     /* column c's bytes of two consecutive groups as an int16 pair */
     const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);
         wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));
         const uint8_t *scb = blk + 32;
-        const int8_t *xq = ((const wk_block_q8_K *)x + b)->qs;
-        __m256i isum = _mm256_setzero_si256();
-        /* Each load serves the 4 sub-blocks it holds. */
-        for (int h = 0; h < 2; h++)
-            for (int half = 0; half < 2; half++) {
-                __m256i p16[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                                  _mm256_setzero_si256()};
-                for (int s = 4 * half; s < 4 * half + 4; s++) {
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));
-                    for (int t = 0; t < 4; t++) {
-                        __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
-                        p16[t] = _mm256_add_epi16(p16[t], _mm256_maddubs_epi16(q, wk_bcast4(xq + 32 * (4 * h + t) + 4 * s)));
-                    }
-                }
-                for (int t = 0; t < 4; t++) {
-                    int64_t sv;
-                    memcpy(&sv, scb + 8 * (2 * (4 * h + t) + half), 8);
-                    __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
-                    isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p16[t], scv));
-                }
-            }
-        __m256i msum = _mm256_setzero_si256();
-        for (int q = 0; q < 8; q++) {
-            __m256i mn = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
-            mn = _mm256_srli_epi16(_mm256_shuffle_epi8(mn, pairs), 4);
-            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn, _mm256_set1_epi32(xa[b].bp[q])));
+        const wk_block_q8_K *xb[4];
+        __m256i isum[4];
+        for (int r = 0; r < R; r++) {
+            xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+            isum[r] = _mm256_setzero_si256();
         }
-        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16), dx = _mm256_set1_ps(xa[b].d);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, dx), acc);
-        acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc);
+        for (int g = 0; g < 16; g++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
+            __m256i q[4];
+            for (int t = 0; t < 4; t++) q[t] = _mm256_and_si256(t ? _mm256_srli_epi16(v, 2 * t) : v, m3);
+            int64_t sv;
+            memcpy(&sv, scb + 8 * g, 8);
+            __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = xb[r]->qs + 16 * g;
+                __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
+                for (int t = 1; t < 4; t++) {
+                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
+                    WK_KEEP(p);
+                }
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+            }
+        }
+        __m256i mn[8];
+        for (int q = 0; q < 8; q++) {
+            mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
+            mn[q] = _mm256_srli_epi16(_mm256_shuffle_epi8(mn[q], pairs), 4);
+        }
+        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+        for (int r = 0; r < R; r++) {
+            __m256i msum = _mm256_setzero_si256();
+            for (int q = 0; q < 8; q++) {
+                int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+                memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
+            }
+            __m256 dx = _mm256_set1_ps(xb[r]->d);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
+            acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
+        }
     }
-    _mm256_storeu_ps(y, acc);
+    for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
 }
+
+#define WK_Q2_KX8_TILE(R)                                                                          \
+    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
+                                   float *y, size_t ldy)                                           \
+    {                                                                                              \
+        wk_q2_Kx8_tile(R, nb, w, x, xs, y, ldy);                                                   \
+    }
+WK_Q2_KX8_TILE(1)
+WK_Q2_KX8_TILE(2)
+WK_Q2_KX8_TILE(3)
+WK_Q2_KX8_TILE(4)
 
 static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
+    typedef void (*tile_fn)(int64_t, const uint8_t *, const char *, size_t, float *, size_t);
+    static const tile_fn tiles[5] = {NULL, wk_q2_Kx8_tile_1, wk_q2_Kx8_tile_2, wk_q2_Kx8_tile_3, wk_q2_Kx8_tile_4};
     int64_t nb = k / 256;
-    wk_q2k_act xa[nb];
-    for (int64_t r0 = 0; r0 < nr; r0++) {
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t b = 0; b < nb; b++) {
-            const wk_block_q8_K *xb = (const wk_block_q8_K *)xr + b;
-            xa[b].d = xb->d;
-            for (int q = 0; q < 8; q++)
-                xa[b].bp[q] = (int32_t)(((uint32_t)(uint16_t)xb->bsums[2 * q]) |
-                                        ((uint32_t)(uint16_t)xb->bsums[2 * q + 1] << 16));
-        }
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            wk_q2_Kx8_tile_1(nb, wg, xr, xa, y + r0 * ldy + 8 * g);
-        }
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        for (int64_t g = 0; g < nc / 8; g++)
+            tiles[R](nb, (const uint8_t *)w + g * 8 * ws, (const char *)x + r0 * xs, xs, y + r0 * ldy + 8 * g, ldy);
     }
 }
 
@@ -543,8 +540,12 @@ static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
 
 /* From this many rows the weights are decoded once per 64-row block instead of once per
- * tile (both paths give the same bits): measured, 2 rows for the K types (their decoding
- * is the larger part), 3 for the others. */
+ * tile (both paths give the same bits), measured single-thread with interleaved trials:
+ * 3 rows for Q4_K (at 2 its tiles were 7-12% faster) and for Q4_0, Q4_1, Q5_0, Q5_1;
+ * 7 for Q8_0 (its tiles, whose decoding is one abs, were 6-32% faster at 3-6 rows);
+ * 5 for Q6_K (its tiles take up to 4 rows and decode a group of 4 steps in 11
+ * operations); 17 for Q2_K (a load, 3 shifts and 4 masks per group: its 4-row tiles,
+ * repeated, were 5-15% faster than the many-row kernel up to 16 rows). */
 #define WK_PACKED_FN(T, TYPE, MIN_ROWS)                                                            \
     static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,         \
                               const void *x, size_t xs, float *y, size_t ldy)                      \
@@ -552,14 +553,38 @@ wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
         if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
         else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
     }
-WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, 3)
-WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, 3)
-WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, 2)
-WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, 3)
-WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, 3)
-WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, 3)
-WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, 2)
-WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, 2)
+#ifndef WK_Q8_0_MIN_ROWS
+#define WK_Q8_0_MIN_ROWS 7
+#endif
+WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS)
+#ifndef WK_Q4_0_MIN_ROWS
+#define WK_Q4_0_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, WK_Q4_0_MIN_ROWS)
+#ifndef WK_Q4_K_MIN_ROWS
+#define WK_Q4_K_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS)
+#ifndef WK_Q4_1_MIN_ROWS
+#define WK_Q4_1_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS)
+#ifndef WK_Q5_0_MIN_ROWS
+#define WK_Q5_0_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS)
+#ifndef WK_Q5_1_MIN_ROWS
+#define WK_Q5_1_MIN_ROWS 3
+#endif
+WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS)
+#ifndef WK_Q6_K_MIN_ROWS
+#define WK_Q6_K_MIN_ROWS 5
+#endif
+WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS)
+#ifndef WK_Q2_K_MIN_ROWS
+#define WK_Q2_K_MIN_ROWS 17
+#endif
+WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS)
 
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)

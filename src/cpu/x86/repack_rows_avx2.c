@@ -23,6 +23,7 @@
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
@@ -77,11 +78,6 @@ WK_INLINE __m256i wk_dup8_u8(const uint8_t *v)
     const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)v), dup));
 }
-WK_INLINE __m256i wk_dup8_s8(const uint8_t *v)
-{
-    const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
-    return _mm256_cvtepi8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)v), dup));
-}
 /* Two rows of 8 values -> 8 x (a[c], b[c]) int16 pairs, one per 32-bit lane. */
 WK_INLINE __m256i wk_pairs_u8(const uint8_t *a, const uint8_t *b)
 {
@@ -113,7 +109,7 @@ typedef struct {
         float s[8];      /* Q8_1: the s field */
         int32_t off[8];  /* Q4_0: offset * sum of the block's quants; Q5_0: see wk_q5_0_lane_off */
         int32_t bp[8];   /* Q8_K: int16 pairs of bsums (Q4_K: of the 32-element sub-blocks) */
-        int32_t lo16[16]; /* Q6_K: lane offsets of the 16-element groups (wk_q6_K_lane_offs) */
+        int32_t lo16[16]; /* Q6_K: lane offsets of the 16-element groups (wk_q6x8_lane_offs) */
     };
 } wk_act_unit;
 
@@ -185,22 +181,10 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
                 u->q[16 * p + 8 + s] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4); /* 2p + 1 */
             }
     } else if (kind == WK_K_Q6_K) {
-        const __m256i m30 = _mm256_set1_epi8(0x30);
-        for (int p = 0; p < 4; p++) {
-            const int sh = 4 * (p & 1);
-            for (int s = 0; s < 8; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 144 + 256 * p + 32 * s));
-                __m256i hb = _mm256_loadu_si256((const __m256i *)(blk + 1168 + 256 * (p / 2) + 32 * s));
-                /* the two top bits of each code, moved to bits 4-5 */
-                __m256i lo_h = sh ? hb : _mm256_slli_epi16(hb, 4);
-                __m256i hi_h = sh ? _mm256_srli_epi16(hb, 2) : _mm256_slli_epi16(hb, 2);
-                u->q[16 * p + s] = _mm256_or_si256(_mm256_and_si256(v, m4), _mm256_and_si256(lo_h, m30));
-                u->q[16 * p + 8 + s] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),
-                                                       _mm256_and_si256(hi_h, m30));
-            }
+        for (int g = 0; g < 16; g++) {
+            wk_q6x8_group(blk + 144 + 96 * g, &u->q[4 * g]);
+            u->sc[g] = wk_q6x8_scales(blk + 16 + 8 * g);
         }
-        const uint8_t *scb = blk + 16;
-        for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_s8(scb + 8 * g);
     } else { /* Q2_K: codes 0..3, 4-bit scale (low) and min (high) per 16 elements */
         u->m[0] = wk_load_f16x8(blk + 16);
         const __m256i m3 = _mm256_set1_epi8(3);
@@ -213,13 +197,11 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         }
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_u8(sc + 8 * g);
         for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_u8(mn + 16 * q, mn + 16 * q + 8);
-        /* byte 256h + 32s + 4c + i holds, at bits 2t, element 32(4h + t) + 4s + i */
-        for (int h = 0; h < 2; h++)
-            for (int s = 0; s < 8; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 256 * h + 32 * s));
-                for (int t = 0; t < 4; t++)
-                    u->q[8 * (4 * h + t) + s] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
-            }
+        /* byte 32g + 4c + i holds, at bits 2t, element 16g + 4t + i */
+        for (int g = 0; g < 16; g++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
+            for (int t = 0; t < 4; t++) u->q[4 * g + t] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
+        }
     }
 }
 
@@ -259,22 +241,6 @@ WK_INLINE __m256 wk_gather_f16x8(const char *p, size_t stride)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
 }
 
-/* Q6_K: as for Q5_0 (wk_q5_0_lane_off), the codes are stored + 32 and the sums of
- * (code - 32) * x over a 16-element group fit 16-bit lanes (8 products of at most 32 * 127
- * each): lanes start at -32 * their activation sum, 4 steps are added in wrapping 16-bit
- * arithmetic, and one multiply by the group's scale widens them: no +32 correction after. */
-WK_INLINE void wk_q6_K_lane_offs(const int8_t *qs, int32_t out[16])
-{
-    for (int q = 0; q < 8; q++) { /* groups 2q (low half) and 2q + 1 (high half) */
-        __m256i v = _mm256_maddubs_epi16(_mm256_set1_epi8(1), _mm256_loadu_si256((const __m256i *)(qs + 32 * q)));
-        v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, 0x4e));
-        v = _mm256_add_epi16(v, _mm256_shuffle_epi32(v, 0xb1));
-        v = _mm256_sub_epi16(_mm256_setzero_si256(), _mm256_slli_epi16(v, 5));
-        out[2 * q] = _mm256_extract_epi32(v, 0);
-        out[2 * q + 1] = _mm256_extract_epi32(v, 4);
-    }
-}
-
 /* Activation side of a unit for row r: x block pointer xb (of the unit's first block). */
 WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_unit *a)
 {
@@ -290,7 +256,7 @@ WK_INLINE void wk_prepare_act(const int kind, const char *xb, int nbu, wk_act_un
     if (kind == WK_K_Q6_K) {
         const wk_block_q8_K *b = (const wk_block_q8_K *)xb;
         a->d[0] = b->d;
-        wk_q6_K_lane_offs(b->qs, a->lo16);
+        wk_q6x8_lane_offs(b->qs, a->lo16);
         return;
     }
     if (wk_is_k(kind)) {
