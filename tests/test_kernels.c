@@ -146,16 +146,67 @@ static void test_act_quantizers(wk_isa isa)
     }
 }
 
+/* The repacked types, the kernels' input for the tests below. */
+static const wk_type repacked_types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
+                                         WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
+
+/* A repacked-kernel case: nc random weight columns of type t (quantized: w, repacked in
+ * groups of 8: wp, dequantized: wd) and nr random activation rows (quantized to the
+ * vec-dot type: xq, dequantized: xd); mag[r * nc + c] = sum |w| |x|, the scale of the
+ * error bound against the scalar kernel. */
+typedef struct {
+    const wk_type_traits *tr;
+    int64_t k;
+    int nr, nc;
+    size_t ws, xs;
+    char *w, *wp, *xq;
+    float *wd, *xd;
+    double *mag;
+} repacked_case;
+
+static void repacked_case_make(repacked_case *c, wk_type t, int64_t k, int nr, int nc)
+{
+    const wk_type_traits *tr = wk_traits(t), *xt = wk_traits(tr->vec_dot_type);
+    *c = (repacked_case){.tr = tr, .k = k, .nr = nr, .nc = nc};
+    CHECK_OK(wk_type_row_bytes(t, k, &c->ws));
+    CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &c->xs));
+    float *f = malloc(sizeof(float) * k);
+    c->w = malloc(c->ws * nc), c->wp = malloc(c->ws * nc), c->xq = malloc(c->xs * nr);
+    c->wd = malloc(sizeof(float) * nc * k), c->xd = malloc(sizeof(float) * nr * k);
+    c->mag = malloc(sizeof(double) * nr * nc);
+    for (int j = 0; j < nc; j++) {
+        for (int64_t i = 0; i < k; i++) f[i] = rnd();
+        tr->from_f32(f, c->w + j * c->ws, k);
+        tr->to_f32(c->w + j * c->ws, c->wd + j * k, k);
+    }
+    for (int g = 0; g < nc / 8; g++) wk_cpu_repack_group(t, c->w + 8 * g * c->ws, c->wp + 8 * g * c->ws, k);
+    for (int r = 0; r < nr; r++) {
+        for (int64_t i = 0; i < k; i++) f[i] = rnd();
+        xt->from_f32(f, c->xq + r * c->xs, k);
+        xt->to_f32(c->xq + r * c->xs, c->xd + r * k, k);
+    }
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < nc; j++) {
+            double m = 0;
+            for (int64_t i = 0; i < k; i++) m += fabs((double)c->wd[j * k + i] * c->xd[r * k + i]);
+            c->mag[r * nc + j] = m;
+        }
+    free(f);
+}
+
+static void repacked_case_free(repacked_case *c)
+{
+    free(c->w), free(c->wp), free(c->xq), free(c->wd), free(c->xd), free(c->mag);
+}
+
 /* Repacked layouts: the repacked kernel on rearranged rows equals the scalar kernel on
  * the rows as in the file; and a tile of rows gives the same bits as the rows one at a
  * time (few rows and many rows take different kernels, which must agree exactly). k of
  * 11 blocks leaves a partial unit of 8 blocks for the many-row kernels. */
 static void test_repacked(wk_isa isa)
 {
-    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
-                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        wk_type t = types[ti];
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         CHECK_MSG(packed != NULL, "%s has no repacked kernel for %s", tr->name, wk_isa_name(isa));
@@ -163,46 +214,32 @@ static void test_repacked(wk_isa isa)
         const int64_t ks[] = {tr->block_size, 4 * tr->block_size, 11 * tr->block_size};
         for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
-            size_t ws = 0, xs = 0;
-            CHECK_OK(wk_type_row_bytes(t, k, &ws));
-            CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
-            float *wf = malloc(sizeof(float) * 24 * k), *xf = malloc(sizeof(float) * MAXR * k);
-            char *w = malloc(ws * 24), *wp = malloc(ws * 24), *xq = malloc(xs * MAXR);
-            float *xd = malloc(sizeof(float) * MAXR * k);
-            for (int64_t i = 0; i < 24 * k; i++) wf[i] = rnd();
-            for (int64_t i = 0; i < MAXR * k; i++) xf[i] = rnd();
-            for (int c = 0; c < 24; c++) {
-                tr->from_f32(wf + c * k, w + c * ws, k);
-                tr->to_f32(w + c * ws, wf + c * k, k);
-            }
-            for (int g = 0; g < 3; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
-            for (int r = 0; r < MAXR; r++) {
-                wk_traits(tr->vec_dot_type)->from_f32(xf + r * k, xq + r * xs, k);
-                wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
-            }
+            repacked_case cs;
+            repacked_case_make(&cs, t, k, MAXR, 24);
+            const size_t ws = cs.ws, xs = cs.xs;
             const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
             for (int64_t nr = 1; nr <= MAXR; nr++)
                 for (int64_t nc = 8; nc <= 16; nc += 8) {
                     float ys[MAXR * MAXC], yr[MAXR * MAXC];
                     float y1[MAXR * MAXC];
-                    packed(k, nr, nc, wp, ws, xq, xs, ys, MAXC);
-                    s->gemm_q(k, nr, nc, w, ws, xq, xs, yr, MAXC);
-                    for (int64_t r = 0; r < nr; r++) packed(k, 1, nc, wp, ws, xq + r * xs, xs, y1 + r * MAXC, MAXC);
+                    packed(k, nr, nc, cs.wp, ws, cs.xq, xs, ys, MAXC);
+                    s->gemm_q(k, nr, nc, cs.w, ws, cs.xq, xs, yr, MAXC);
+                    for (int64_t r = 0; r < nr; r++)
+                        packed(k, 1, nc, cs.wp, ws, cs.xq + r * xs, xs, y1 + r * MAXC, MAXC);
                     for (int64_t r = 0; r < nr; r++)
                         CHECK_MSG(memcmp(ys + r * MAXC, y1 + r * MAXC, sizeof(float) * (size_t)nc) == 0,
                                   "repacked %s k=%lld: %lld rows at once differ from one row at a time (row %lld)",
                                   tr->name, (long long)k, (long long)nr, (long long)r);
                     for (int64_t r = 0; r < nr; r++)
                         for (int64_t c = 0; c < nc; c++) {
-                            double mag = 0;
-                            for (int64_t i = 0; i < k; i++) mag += fabs((double)wf[c * k + i] * xd[r * k + i]);
+                            const double mag = cs.mag[r * 24 + c];
                             CHECK_MSG(fabs((double)ys[r * MAXC + c] - yr[r * MAXC + c]) <= 2e-6 * mag + 1e-6,
                                       "repacked %s k=%lld %lldx%lld at (%lld,%lld): %.9g vs %.9g",
                                       tr->name, (long long)k, (long long)nr, (long long)nc,
                                       (long long)r, (long long)c, ys[r * MAXC + c], yr[r * MAXC + c]);
                         }
                 }
-            free(wf), free(xf), free(w), free(wp), free(xq), free(xd);
+            repacked_case_free(&cs);
         }
     }
 }
@@ -214,47 +251,29 @@ static void test_repacked(wk_isa isa)
 static void test_repacked_many_rows(wk_isa isa)
 {
     enum { NR = 37, NC = 24 };
-    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
-                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        wk_type t = types[ti];
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
         int64_t k = tr->block_size == 32 ? 9 * 32 : 2 * 256;
-        size_t ws = 0, xs = 0;
-        CHECK_OK(wk_type_row_bytes(t, k, &ws));
-        CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
-        float *f = malloc(sizeof(float) * k);
-        char *w = malloc(ws * NC), *wp = malloc(ws * NC), *xq = malloc(xs * NR);
+        repacked_case cs;
+        repacked_case_make(&cs, t, k, NR, NC);
+        const size_t ws = cs.ws, xs = cs.xs;
         float *ys = malloc(sizeof(float) * NR * NC), *yr = malloc(sizeof(float) * NR * NC),
               *y1 = malloc(sizeof(float) * NR * NC);
-        double *mag = calloc(NR * NC, sizeof(double));
-        float *wd = malloc(sizeof(float) * NC * k), *xd = malloc(sizeof(float) * NR * k);
-        for (int c = 0; c < NC; c++) {
-            for (int64_t i = 0; i < k; i++) f[i] = rnd();
-            tr->from_f32(f, w + c * ws, k);
-            tr->to_f32(w + c * ws, wd + c * k, k);
-        }
-        for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
-        for (int r = 0; r < NR; r++) {
-            for (int64_t i = 0; i < k; i++) f[i] = rnd();
-            wk_traits(tr->vec_dot_type)->from_f32(f, xq + r * xs, k);
-            wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
-        }
-        packed(k, NR, NC, wp, ws, xq, xs, ys, NC);
-        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, w, ws, xq, xs, yr, NC);
-        for (int r = 0; r < NR; r++) packed(k, 1, NC, wp, ws, xq + r * xs, xs, y1 + r * NC, NC);
+        packed(k, NR, NC, cs.wp, ws, cs.xq, xs, ys, NC);
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
+        for (int r = 0; r < NR; r++) packed(k, 1, NC, cs.wp, ws, cs.xq + r * xs, xs, y1 + r * NC, NC);
         for (int r = 0; r < NR; r++)
-            for (int c = 0; c < NC; c++) {
-                for (int64_t i = 0; i < k; i++) mag[r * NC + c] += fabs((double)wd[c * k + i] * xd[r * k + i]);
-                CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * mag[r * NC + c] + 1e-6,
+            for (int c = 0; c < NC; c++)
+                CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
                           "repacked %s, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, NR, r, c,
                           ys[r * NC + c], yr[r * NC + c]);
-            }
         CHECK_MSG(memcmp(ys, y1, sizeof(float) * NR * NC) == 0,
                   "repacked %s: %d rows at once differ from one row at a time", tr->name, NR);
-        free(f), free(w), free(wp), free(xq), free(ys), free(yr), free(y1), free(mag), free(wd), free(xd);
+        free(ys), free(yr), free(y1);
+        repacked_case_free(&cs);
     }
 }
 
@@ -266,49 +285,31 @@ static void test_repacked_many_rows(wk_isa isa)
 static void test_repacked_long_k(wk_isa isa)
 {
     enum { NR = 18, NC = 16 };
-    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
-                             WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        wk_type t = types[ti];
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
         int64_t k = tr->block_size == 32 ? 75 * 32 : 37 * 256;
-        size_t ws = 0, xs = 0;
-        CHECK_OK(wk_type_row_bytes(t, k, &ws));
-        CHECK_OK(wk_type_row_bytes(tr->vec_dot_type, k, &xs));
-        float *f = malloc(sizeof(float) * k), *wd = malloc(sizeof(float) * NC * k), *xd = malloc(sizeof(float) * NR * k);
-        char *w = malloc(ws * NC), *wp = malloc(ws * NC), *xq = malloc(xs * NR);
-        for (int c = 0; c < NC; c++) {
-            for (int64_t i = 0; i < k; i++) f[i] = rnd();
-            tr->from_f32(f, w + c * ws, k);
-            tr->to_f32(w + c * ws, wd + c * k, k);
-        }
-        for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(t, w + 8 * g * ws, wp + 8 * g * ws, k);
-        for (int r = 0; r < NR; r++) {
-            for (int64_t i = 0; i < k; i++) f[i] = rnd();
-            wk_traits(tr->vec_dot_type)->from_f32(f, xq + r * xs, k);
-            wk_traits(tr->vec_dot_type)->to_f32(xq + r * xs, xd + r * k, k);
-        }
+        repacked_case cs;
+        repacked_case_make(&cs, t, k, NR, NC);
+        const size_t ws = cs.ws, xs = cs.xs;
         float yr[NR * NC], y1[NR * NC];
-        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, w, ws, xq, xs, yr, NC);
-        for (int r = 0; r < NR; r++) packed(k, 1, NC, wp, ws, xq + r * xs, xs, y1 + r * NC, NC);
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
+        for (int r = 0; r < NR; r++) packed(k, 1, NC, cs.wp, ws, cs.xq + r * xs, xs, y1 + r * NC, NC);
         for (int nr = 1; nr <= NR; nr++) {
             float ys[NR * NC];
-            packed(k, nr, NC, wp, ws, xq, xs, ys, NC);
+            packed(k, nr, NC, cs.wp, ws, cs.xq, xs, ys, NC);
             CHECK_MSG(memcmp(ys, y1, sizeof(float) * (size_t)(nr * NC)) == 0,
                       "repacked %s k=%lld: %d rows at once differ from one row at a time", tr->name,
                       (long long)k, nr);
             for (int r = 0; r < nr; r++)
-                for (int c = 0; c < NC; c++) {
-                    double mag = 0;
-                    for (int64_t i = 0; i < k; i++) mag += fabs((double)wd[c * k + i] * xd[r * k + i]);
-                    CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * mag + 1e-6,
+                for (int c = 0; c < NC; c++)
+                    CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
                               "repacked %s k=%lld, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name,
                               (long long)k, nr, r, c, ys[r * NC + c], yr[r * NC + c]);
-                }
         }
-        free(f), free(wd), free(xd), free(w), free(wp), free(xq);
+        repacked_case_free(&cs);
     }
 }
 

@@ -33,7 +33,6 @@
 
 namespace {
 
-using wkm::load16;
 using wkm::mma16816;
 
 constexpr int SEG = 16;     /* elements per step */
