@@ -1,9 +1,13 @@
 /* The CPU engine's thread pool: every worker runs each job once, the barrier separates
  * phases (no worker sees a phase-1 slot unwritten), the thread count comes from the
  * argument, else WICK_NUM_THREADS, and many short runs in a row complete. */
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cpu/pool.h"
@@ -88,8 +92,46 @@ static void test_flexible(int n)
     wk_pool_free(p);
 }
 
+/* Runs separated by pauses around the time idle workers spin before they sleep: each run
+ * must wake the workers that went to sleep. A lost wake-up leaves wk_pool_run waiting for a
+ * worker that sleeps, so a watchdog ends the test with a message instead of a hang. */
+static void on_watchdog(int sig)
+{
+    (void)sig;
+    static const char msg[] = "test_pool: a run did not finish in 120 s (a worker missed its wake-up)\n";
+    if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
+    _exit(1);
+}
+
+static void test_wake_after_pauses(int n)
+{
+    wk_pool *p = NULL;
+    CHECK_OK(wk_pool_create(n, &p));
+    if (!p) return;
+    job *j = calloc(1, sizeof *j);
+    j->pool = p;
+    unsigned seed = 12345u + (unsigned)n;
+    int rounds = 1500;
+    for (int round = 1; round <= rounds; round++) {
+        j->round = round;
+        wk_pool_run(p, two_phases, j);
+        seed = seed * 1103515245u + 12345u;
+        struct timespec pause = {0, (long)(seed >> 8) % 400000}; /* 0 to 0.4 ms */
+        nanosleep(&pause, NULL);
+    }
+    for (int i = 0; i < n; i++) CHECK_EQ_INT(atomic_load(&j->ran[i]), rounds);
+    CHECK_EQ_INT(atomic_load(&j->bad), 0);
+    free(j);
+    wk_pool_free(p);
+}
+
 int main(void)
 {
+    signal(SIGALRM, on_watchdog);
+    alarm(120);
+    for (int n = 2; n <= 4; n++) test_wake_after_pauses(n);
+    alarm(0);
+
     for (int n = 1; n <= 4; n++) test_flexible(n);
     for (int n = 1; n <= 5; n++) test_runs_and_barrier(n);
 

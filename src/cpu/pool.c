@@ -147,7 +147,11 @@ static void wk_pool_start(wk_pool *p, wk_pool_fn fn, void *ctx)
     atomic_store(&p->arrived, 0);
     unsigned g = atomic_load(&p->generation) + 1;
     atomic_store(&p->seats, (uint64_t)g << 32 | (uint64_t)(p->n - 1));
-    atomic_store_explicit(&p->generation, g, memory_order_release);
+    /* Both sequentially consistent: a worker going to sleep adds itself to sleepers and
+     * then reads generation, we write generation and then read sleepers. With a weaker
+     * store the read of sleepers may pass it (x86 lets a load pass an earlier store), both
+     * sides read the old values, and the worker sleeps through the run we then wait for. */
+    atomic_store(&p->generation, g);
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
@@ -159,8 +163,12 @@ static void wk_pool_join(wk_pool *p, int joined)
 {
     int spins = 0;
     while (atomic_load_explicit(&p->done, memory_order_acquire) < joined) {
-        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
-        else sched_yield();
+        if (spins < WK_WAIT_SPINS) {
+            spins++;
+            wk_cpu_relax();
+        } else {
+            sched_yield();
+        }
     }
 }
 
@@ -201,7 +209,11 @@ void wk_pool_barrier(wk_pool *p)
     }
     int spins = 0;
     while (atomic_load_explicit(&p->phase, memory_order_acquire) == phase) {
-        if (++spins < WK_WAIT_SPINS) wk_cpu_relax();
-        else sched_yield();
+        if (spins < WK_WAIT_SPINS) {
+            spins++;
+            wk_cpu_relax();
+        } else {
+            sched_yield();
+        }
     }
 }
