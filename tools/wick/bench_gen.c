@@ -94,24 +94,13 @@ int cmd_bench_gen(int argc, char **argv)
         wk_model *m;
         double load_ms;
         if (run_options_load(&o, &m, &load_ms)) return 1;
-        int32_t *ids;
-        int64_t n_ids;
-        if (run_options_tokens(&o, m, &ids, &n_ids)) {
-            wk_model_free(m);
-            return 1;
-        }
-        wk_generate_options g;
-        wk_generate_options_init(&g);
-        g.max_tokens = o.n_predict;
-        g.sampling = o.sampling;
         wk_generate_stats s;
         text_buf text = {NULL, 0, 0};
-        wk_status st = wk_model_generate(m, ids, n_ids, &g, collect, &text, &s);
-        free(ids);
+        int failed = run_options_generate(&o, m, collect, &text, &s);
         wk_model_free(m);
-        if (st != WK_OK) {
+        if (failed) {
             free(text.buf);
-            return cli_error("%s", wk_last_error());
+            return 1;
         }
         printf("[%s round %lld] load %.1f ms, prefill (%lld tokens) %.1f ms, %lld decode steps "
                "%.1f ms (mean %.2f ms)\n",

@@ -42,24 +42,11 @@ int cmd_run(int argc, char **argv)
     wk_model *m;
     double load_ms;
     if (run_options_load(&o, &m, &load_ms)) return 1;
-    int32_t *ids;
-    int64_t n_ids;
-    if (run_options_tokens(&o, m, &ids, &n_ids)) {
+    wk_generate_stats s;
+    if (run_options_generate(&o, m, print_token, NULL, &s)) {
+        fputc('\n', stdout);
         wk_model_free(m);
         return 1;
-    }
-    wk_generate_options g;
-    wk_generate_options_init(&g);
-    g.max_tokens = o.n_predict;
-    g.sampling = o.sampling;
-    wk_generate_stats s;
-    wk_status st = wk_model_generate(m, ids, n_ids, &g, print_token, NULL, &s);
-    free(ids);
-    if (st != WK_OK) {
-        fputc('\n', stdout);
-        int rc = cli_error("%s", wk_last_error());
-        wk_model_free(m);
-        return rc;
     }
     fputc('\n', stdout);
     fflush(stdout);

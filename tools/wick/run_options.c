@@ -159,3 +159,18 @@ int run_options_tokens(const run_options *o, wk_model *m, int32_t **ids, int64_t
     *n = (int64_t)count;
     return 0;
 }
+
+int run_options_generate(const run_options *o, wk_model *m, wk_token_callback cb, void *user,
+                         wk_generate_stats *s)
+{
+    int32_t *ids;
+    int64_t n_ids;
+    if (run_options_tokens(o, m, &ids, &n_ids)) return 1;
+    wk_generate_options g;
+    wk_generate_options_init(&g);
+    g.max_tokens = o->n_predict;
+    g.sampling = o->sampling;
+    wk_status st = wk_model_generate(m, ids, n_ids, &g, cb, user, s);
+    free(ids);
+    return st == WK_OK ? 0 : cli_error("%s", wk_last_error());
+}

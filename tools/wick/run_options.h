@@ -29,6 +29,10 @@ int run_options_load(const run_options *o, wk_model **m, double *load_ms);
 /* The prompt's token ids: the chat template applied (--chat) or the text as is (--raw).
  * *ids is malloc'd. Prints the error and returns 1 on failure. */
 int run_options_tokens(const run_options *o, wk_model *m, int32_t **ids, int64_t *n);
+/* Generate from the prompt with the options' token limit and sampling, each piece of text
+ * passed to cb. Prints the error and returns 1 on failure (the model stays the caller's). */
+int run_options_generate(const run_options *o, wk_model *m, wk_token_callback cb, void *user,
+                         wk_generate_stats *s);
 
 double run_now_ms(void);
 
