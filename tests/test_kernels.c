@@ -55,6 +55,22 @@ static void compare(const char *what, wk_type t, wk_gemm_fn simd, wk_gemm_fn ref
         }
 }
 
+/* The precise form's kernel gives each output the same bits whatever the number of rows
+ * it serves at once (the few-row dense path and the buffered tiles add the same products
+ * in the same order): all rows at once against one row at a time. */
+static void same_bits_per_row(wk_type t, wk_gemm_fn f, int64_t k, int64_t nr, int64_t nc,
+                              const void *w, size_t ws, const float *x)
+{
+    float all[MAXR * MAXC], one[MAXC];
+    f(k, nr, nc, w, ws, x, sizeof(float) * k, all, MAXC);
+    for (int64_t r = 0; r < nr; r++) {
+        f(k, 1, nc, w, ws, x + r * k, sizeof(float) * k, one, MAXC);
+        CHECK_MSG(memcmp(one, all + r * MAXC, sizeof(float) * nc) == 0,
+                  "precise %s k=%lld: row %lld of %lld rows differs from the row alone",
+                  wk_type_name(t), (long long)k, (long long)r, (long long)nr);
+    }
+}
+
 static void test_isa(wk_isa isa)
 {
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
@@ -86,6 +102,7 @@ static void test_isa(wk_isa isa)
                 for (int64_t nc = 1; nc <= MAXC; nc += (nc < 9 ? 1 : 10))
                     compare("precise", t, v->gemm_f32, s->gemm_f32, k, nr, nc, w, ws, xf,
                             sizeof(float) * k, wf, xf);
+            for (int64_t nr = 2; nr <= MAXR; nr++) same_bits_per_row(t, v->gemm_f32, k, nr, 7, w, ws, xf);
             if (tr->quantized) {
                 wk_type at = tr->vec_dot_type;
                 CHECK_OK(wk_type_row_bytes(at, k, &xs));

@@ -567,12 +567,66 @@ static wk_fma_tile_fn const wk_fma_tiles[2][4] = {
     {wk_fma_tile_2x1, wk_fma_tile_2x2, wk_fma_tile_2x3, wk_fma_tile_2x4},
 };
 
+/* Dense weights for up to 4 rows: the 8-element steps of 4 columns (2 for 3-4 rows: the
+ * accumulators must stay in registers) converted in registers and used at once, no L1
+ * buffer, so the weights stream at memory speed in one pass (through the buffer one row
+ * of F16 weights took twice the time). The FMAs and the horizontal sum are the tiled
+ * path's, in the same order: the same bits. */
+WK_INLINE __m256 wk_load8_f32(const void *w, int64_t i) { return _mm256_loadu_ps((const float *)w + i); }
+WK_INLINE __m256 wk_load8_f16(const void *w, int64_t i)
+{
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+}
+WK_INLINE __m256 wk_load8_bf16(const void *w, int64_t i)
+{
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+#define WK_DENSE_FEW(T, ESIZE, ELEM)                                                               \
+    WK_INLINE void wk_dense_few_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
+                                    size_t ws, const void *x, size_t xs, float *y, size_t ldy)    \
+    {                                                                                              \
+        int64_t kfull = k / 32 * 32;                                                               \
+        for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
+            int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
+            const char *wr[4];                                                                     \
+            for (int c = 0; c < C; c++) /* missing columns read column c0 and are dropped */     \
+                wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;                            \
+            __m256 a[4][4];                                                                        \
+            for (int r = 0; r < R; r++)                                                            \
+                for (int c = 0; c < C; c++) a[r][c] = _mm256_setzero_ps();                         \
+            for (int64_t i = 0; i < kfull; i += 8) {                                               \
+                __m256 wv[4];                                                                      \
+                for (int c = 0; c < C; c++) {                                                      \
+                    if (i % (64 / (ESIZE)) == 0) wk_prefetch(wr[c] + i * (ESIZE), 1);              \
+                    wv[c] = wk_load8_##T(wr[c], i);                                                \
+                }                                                                                  \
+                for (int r = 0; r < R; r++) {                                                      \
+                    __m256 xv = _mm256_loadu_ps((const float *)((const char *)x + r * xs) + i);     \
+                    for (int c = 0; c < C; c++) a[r][c] = _mm256_fmadd_ps(wv[c], xv, a[r][c]);    \
+                }                                                                                  \
+            }                                                                                      \
+            for (int r = 0; r < R; r++)                                                            \
+                for (int c = 0; c < cc; c++) {                                                     \
+                    float s = wk_hsum(a[r][c]);                                                    \
+                    for (int64_t i = kfull; i < k; i++)                                            \
+                        s += ELEM(wr[c], i) * ((const float *)((const char *)x + r * xs))[i];      \
+                    y[r * ldy + c0 + c] = s;                                                       \
+                }                                                                                  \
+        }                                                                                          \
+    }
+WK_DENSE_FEW(f32, 4, wk_elem_f32)
+WK_DENSE_FEW(f16, 2, wk_elem_f16)
+WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
+
 /* BS: elements per block; BB: bytes per block; DEQ: a block to BS floats; ELEM: one
- * element, for the k % 32 tail of dense weights. */
-#define WK_F32_GEMM(T, BS, BB, ELEM)                                                               \
+ * element, for the k % 32 tail of dense weights; FEW: the dense kernel for 1-4 rows. */
+#define WK_F32_GEMM(T, BS, BB, ELEM, FEW)                                                          \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
+        FEW                                                                                        \
         float tmp[4][WK_KSEG] __attribute__((aligned(32)));                                        \
         __m256 acc[4 * nr];                                                                        \
         int64_t kfull = k / (BS) * (BS);                                                           \
@@ -606,21 +660,30 @@ static wk_fma_tile_fn const wk_fma_tiles[2][4] = {
         }                                                                                          \
     }
 
-WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
-WK_F32_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
-WK_F32_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
-WK_F32_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none)
-WK_F32_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none)
-WK_F32_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none)
-WK_F32_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none)
-WK_F32_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none)
-WK_F32_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none)
-WK_F32_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none)
-WK_F32_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none)
-WK_F32_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none)
-WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
-WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
-WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
+/* Dense types take the register path for up to 4 rows. */
+#define WK_FEW_CALL(T)                                                                             \
+    switch (nr) {                                                                                  \
+    case 1: wk_dense_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); return;                           \
+    case 2: wk_dense_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); return;                           \
+    case 3: wk_dense_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); return;                           \
+    case 4: wk_dense_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); return;                           \
+    default: break;                                                                                \
+    }
+WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none, )
+WK_F32_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none, )
+WK_F32_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none, )
+WK_F32_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none, )
+WK_F32_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none, )
+WK_F32_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none, )
+WK_F32_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none, )
+WK_F32_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none, )
+WK_F32_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none, )
+WK_F32_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none, )
+WK_F32_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none, )
+WK_F32_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none, )
+WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, WK_FEW_CALL(f32))
+WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, WK_FEW_CALL(f16))
+WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, WK_FEW_CALL(bf16))
 
 /* ---- activation quantizers: Q8_0 and Q8_1 in quantize_avx2.c; Q8_K the reference one
  * (exact bits, cheap next to the dots) -------------------------------------------------- */
