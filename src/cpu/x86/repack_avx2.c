@@ -545,7 +545,8 @@ wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
 
 /* From this many rows the weights are decoded once per 64-row block instead of once per
  * tile (both paths give the same bits), measured single-thread with interleaved trials:
- * 3 rows for Q4_K (at 2 its tiles were 7-12% faster) and for Q4_0, Q4_1, Q5_0, Q5_1;
+ * 3 rows for Q4_K (its 1-row tile at 2 rows was 7-12% faster; its 2-row tile reads the
+ * weights once for both) and for Q4_0, Q4_1, Q5_0, Q5_1;
  * 7 for Q8_0 (its tiles, whose decoding is one abs, were 6-32% faster at 3-6 rows);
  * 5 for Q6_K (its tiles take up to 4 rows and decode a group of 4 steps in 11
  * operations); 17 for Q2_K (a load, 3 shifts and 4 masks per group: its 4-row tiles,
