@@ -9,6 +9,7 @@
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/q2x8_avx2.h"
 #include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
@@ -458,7 +459,7 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
                               float *y, size_t ldy)
 {
-    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi16(15);
+    const __m256i m15 = _mm256_set1_epi16(15);
     /* column c's byte as int16, twice (lane 0: columns 0-3, lane 1: 4-7) */
     const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
@@ -478,9 +479,8 @@ WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const c
             isum[r] = _mm256_setzero_si256();
         }
         for (int g = 0; g < 16; g++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
             __m256i q[4];
-            for (int t = 0; t < 4; t++) q[t] = _mm256_and_si256(t ? _mm256_srli_epi16(v, 2 * t) : v, m3);
+            wk_q2x8_group(blk + 160 + 32 * g, q);
             int64_t sv;
             memcpy(&sv, scb + 8 * g, 8);
             __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);

@@ -23,6 +23,7 @@
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/q2x8_avx2.h"
 #include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
@@ -187,7 +188,6 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         }
     } else { /* Q2_K: codes 0..3, 4-bit scale (low) and min (high) per 16 elements */
         u->m[0] = wk_load_f16x8(blk + 16);
-        const __m256i m3 = _mm256_set1_epi8(3);
         const uint8_t *scb = blk + 32;
         uint8_t sc[128], mn[128];
         for (int q = 0; q < 4; q++) {
@@ -198,10 +198,7 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_u8(sc + 8 * g);
         for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_u8(mn + 16 * q, mn + 16 * q + 8);
         /* byte 32g + 4c + i holds, at bits 2t, element 16g + 4t + i */
-        for (int g = 0; g < 16; g++) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 160 + 32 * g));
-            for (int t = 0; t < 4; t++) u->q[4 * g + t] = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), m3);
-        }
+        for (int g = 0; g < 16; g++) wk_q2x8_group(blk + 160 + 32 * g, &u->q[4 * g]);
     }
 }
 
