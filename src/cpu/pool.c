@@ -50,6 +50,18 @@ static inline void wk_cpu_relax(void)
 #endif
 }
 
+/* One step of a wait inside a run: pause while spins last, then yield (the count stops
+ * at the limit, so a long wait cannot overflow it). */
+static inline void wk_wait_step(int *spins)
+{
+    if (*spins < WK_WAIT_SPINS) {
+        ++*spins;
+        wk_cpu_relax();
+    } else {
+        sched_yield();
+    }
+}
+
 static void *wk_worker_main(void *arg)
 {
     wk_worker_arg a = *(wk_worker_arg *)arg;
@@ -162,14 +174,7 @@ static void wk_pool_start(wk_pool *p, wk_pool_fn fn, void *ctx)
 static void wk_pool_join(wk_pool *p, int joined)
 {
     int spins = 0;
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < joined) {
-        if (spins < WK_WAIT_SPINS) {
-            spins++;
-            wk_cpu_relax();
-        } else {
-            sched_yield();
-        }
-    }
+    while (atomic_load_explicit(&p->done, memory_order_acquire) < joined) wk_wait_step(&spins);
 }
 
 void wk_pool_run(wk_pool *p, wk_pool_fn fn, void *ctx)
@@ -208,12 +213,5 @@ void wk_pool_barrier(wk_pool *p)
         return;
     }
     int spins = 0;
-    while (atomic_load_explicit(&p->phase, memory_order_acquire) == phase) {
-        if (spins < WK_WAIT_SPINS) {
-            spins++;
-            wk_cpu_relax();
-        } else {
-            sched_yield();
-        }
-    }
+    while (atomic_load_explicit(&p->phase, memory_order_acquire) == phase) wk_wait_step(&spins);
 }

@@ -503,22 +503,25 @@ WK_K_DEQ(q5_K)
 WK_K_DEQ(q6_K)
 WK_K_DEQ(q8_K)
 
-/* Dense weights: a block of 32 elements converted to f32. */
-WK_INLINE void wk_deq_f32(const void *b, float *out) { memcpy(out, b, 32 * sizeof(float)); }
-WK_INLINE void wk_deq_f16(const void *b, float *out)
+/* Dense weights: elements i..i+7 as f32, and a block of 32 of them. */
+WK_INLINE __m256 wk_load8_f32(const void *w, int64_t i) { return _mm256_loadu_ps((const float *)w + i); }
+WK_INLINE __m256 wk_load8_f16(const void *w, int64_t i)
 {
-    const uint16_t *h = b;
-    for (int i = 0; i < 4; i++)
-        _mm256_storeu_ps(out + 8 * i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(h + 8 * i))));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
 }
-WK_INLINE void wk_deq_bf16(const void *b, float *out)
+WK_INLINE __m256 wk_load8_bf16(const void *w, int64_t i)
 {
-    const uint16_t *h = b;
-    for (int i = 0; i < 4; i++) {
-        __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(h + 8 * i)));
-        _mm256_storeu_ps(out + 8 * i, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)));
+    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+#define WK_DENSE_DEQ(T)                                                                            \
+    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+    {                                                                                              \
+        for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 8 * i, wk_load8_##T(b, 8 * i));         \
     }
-}
+WK_DENSE_DEQ(f32)
+WK_DENSE_DEQ(f16)
+WK_DENSE_DEQ(bf16)
 
 /* Scalar element of a dense weight, for a k that is not a multiple of 32. */
 WK_INLINE float wk_elem_f32(const void *w, int64_t i) { return ((const float *)w)[i]; }
@@ -579,16 +582,6 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
  * buffer, so the weights stream at memory speed in one pass (through the buffer one row
  * of F16 weights took twice the time). The FMAs and the horizontal sum are the tiled
  * path's, in the same order: the same bits. */
-WK_INLINE __m256 wk_load8_f32(const void *w, int64_t i) { return _mm256_loadu_ps((const float *)w + i); }
-WK_INLINE __m256 wk_load8_f16(const void *w, int64_t i)
-{
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
-}
-WK_INLINE __m256 wk_load8_bf16(const void *w, int64_t i)
-{
-    __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-}
 
 #define WK_DENSE_FEW(T, ESIZE, ELEM)                                                               \
     WK_INLINE void wk_dense_few_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
@@ -628,12 +621,11 @@ WK_DENSE_FEW(f16, 2, wk_elem_f16)
 WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
 
 /* BS: elements per block; BB: bytes per block; DEQ: a block to BS floats; ELEM: one
- * element, for the k % 32 tail of dense weights; FEW: the dense kernel for 1-4 rows. */
-#define WK_F32_GEMM(T, BS, BB, ELEM, FEW)                                                          \
+ * element, for the k % 32 tail of dense weights. */
+#define WK_F32_GEMM(T, BS, BB, ELEM)                                                               \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
-        FEW                                                                                        \
         float tmp[4][WK_KSEG] __attribute__((aligned(32)));                                        \
         __m256 acc[4 * nr];                                                                        \
         int64_t kfull = k / (BS) * (BS);                                                           \
@@ -667,30 +659,38 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
         }                                                                                          \
     }
 
-/* Dense types take the register path for up to 4 rows. */
-#define WK_FEW_CALL(T)                                                                             \
-    switch (nr) {                                                                                  \
-    case 1: wk_dense_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); return;                           \
-    case 2: wk_dense_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); return;                           \
-    case 3: wk_dense_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); return;                           \
-    case 4: wk_dense_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); return;                           \
-    default: break;                                                                                \
+WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
+WK_F32_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
+WK_F32_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
+WK_F32_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none)
+WK_F32_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none)
+WK_F32_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none)
+WK_F32_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none)
+WK_F32_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none)
+WK_F32_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none)
+WK_F32_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none)
+WK_F32_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none)
+WK_F32_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none)
+WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
+WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
+WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
+
+/* Dense types: the register path for up to 4 rows, the buffered tiles beyond. */
+#define WK_DENSE_GEMM(T)                                                                           \
+    static void wk_avx2_gemm_dense_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
+                                       const void *x, size_t xs, float *y, size_t ldy)             \
+    {                                                                                              \
+        switch (nr) {                                                                              \
+        case 1: wk_dense_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                        \
+        case 2: wk_dense_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                        \
+        case 3: wk_dense_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                        \
+        case 4: wk_dense_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                        \
+        default: wk_avx2_gemm_f32_##T(k, nr, nc, w, ws, x, xs, y, ldy); break;                     \
+        }                                                                                          \
     }
-WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none, )
-WK_F32_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none, )
-WK_F32_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none, )
-WK_F32_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none, )
-WK_F32_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none, )
-WK_F32_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none, )
-WK_F32_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none, )
-WK_F32_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none, )
-WK_F32_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none, )
-WK_F32_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none, )
-WK_F32_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none, )
-WK_F32_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none, )
-WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, WK_FEW_CALL(f32))
-WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, WK_FEW_CALL(f16))
-WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, WK_FEW_CALL(bf16))
+WK_DENSE_GEMM(f32)
+WK_DENSE_GEMM(f16)
+WK_DENSE_GEMM(bf16)
 
 /* ---- activation quantizers: Q8_0 and Q8_1 in quantize_avx2.c; Q8_K the reference one
  * (exact bits, cheap next to the dots) -------------------------------------------------- */
@@ -711,9 +711,9 @@ WK_QTABLE(q4_K, q8_K)
 WK_QTABLE(q5_K, q8_K)
 WK_QTABLE(q6_K, q8_K)
 WK_QTABLE(q8_K, q8_K)
-static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f32};
-static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f16};
-static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_bf16};
+static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_f32};
+static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_f16};
+static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_bf16};
 
 const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t)
 {
