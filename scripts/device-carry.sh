@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Prepare what a GPU machine needs, as folders of REPO/.devcarry/ (ignored by git):
-#   tree/  this checkout's files (tracked and new, no build outputs, no models)
-#   ma/ mb/  the default model split in two parts, each under the 64 MiB a call carries.
-# Then, back to back while the machine is warm:
-#   call 1, carry [".devcarry/ma"]:  mkdir -p /root/m && cp .devcarry/ma/* /root/m/
-#   call 2, carry [".devcarry/tree", ".devcarry/mb"]:
-#     cp .devcarry/mb/* /root/m/ && cat /root/m/part* > /root/model.gguf &&
-#     cd .devcarry/tree && scripts/device-run.sh /root/model.gguf $OUT
+# Prepare what a GPU machine needs, as folders of REPO/.devcarry/ (ignored by git), so that
+# the machine spends its time running, not compiling: the CUDA binaries are built here
+# (sm_90 + PTX, the same nvcc 13 as there, no OpenBLAS so that only cuBLAS is needed there)
+# and packed with the first part of the default model; the rest of the model is the second.
+#   a/  bins.tar.xz (wick, the GPU tests, cuda_matmul_bench) and the model's first 40 MB
+#   b/  the model's rest                       (each folder, with the tree, under 64 MiB)
+# Then, back to back while the machine is warm (it is given back after 30 s idle):
+#   call 1, carry [".devcarry/a"]:
+#     scripts/device-unpack.sh a && SKIP_BUILD=1 scripts/device-run.sh none $OUT tests,bench
+#   call 2, carry [".devcarry/b"]:
+#     scripts/device-unpack.sh b && SKIP_BUILD=1 TESTS=test_cuda_model scripts/device-run.sh /root/model.gguf $OUT tests,gen
 # Usage: scripts/device-carry.sh REPO [MODEL]
 set -euo pipefail
 repo=$1
 model=${2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 dest=$repo/.devcarry
-rm -rf "$dest/tree" "$dest/ma" "$dest/mb"
-mkdir -p "$dest/tree" "$dest/ma" "$dest/mb"
-git ls-files -co --exclude-standard | grep -v '^models/' | tar -cf - -T - | tar -xf - -C "$dest/tree"
-tmp=$(mktemp -d)
-split -b 50M "$model" "$tmp/part"
-mv "$tmp/partaa" "$dest/ma/"
-mv "$tmp"/part* "$dest/mb/"
-rmdir "$tmp"
-sha256sum "$model"
+bins="wick test_cuda_matmul test_cuda_qmv test_cuda_model cuda_matmul_bench"
+cmake -S "$repo" -B "$repo/build-carry" -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BLAS=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" >/dev/null
+cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model \
+  cuda_matmul_bench >/dev/null
+rm -rf "$dest/a" "$dest/b"
+mkdir -p "$dest/a" "$dest/b"
+tar -C "$repo/build-carry" -cf - $bins | xz -9 -T1 -c >"$dest/a/bins.tar.xz"
+head -c 40000000 "$model" >"$dest/a/model.part1"
+tail -c +40000001 "$model" >"$dest/b/model.part2"
+sha256sum "$model" | cut -d' ' -f1 >"$dest/b/model.sha256"
 du -sh "$dest"/*

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,srcprof
+#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,srcprof
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -10,7 +10,8 @@ O=$2
 parts=${3:-tests,gen,compare,bench}
 mkdir -p "$O"
 B=build-dev
-LOG=$O/build.log scripts/device-build.sh 16 || exit 1
+# SKIP_BUILD=1: the binaries are already in build-dev/ (scripts/device-carry.sh built them).
+[ -n "${SKIP_BUILD:-}" ] || LOG=$O/build.log scripts/device-build.sh 16 || exit 1
 export WICK_TEST_MODEL=$M
 has() { [[ ",$parts," == *",$1,"* ]]; }
 P="What is Rust?"

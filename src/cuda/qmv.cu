@@ -38,7 +38,6 @@ using wkm::mma16816;
 constexpr int SEG = 16;     /* elements per step */
 constexpr int MAX_WARPS = 8;
 constexpr int MAX_ROWS = 8; /* input rows */
-constexpr int MAX_STAGES = 4; /* weight chunks in flight per warp */
 
 /* Format blocks per chunk. Small chunks (decode's short rows: more warps share k): the
  * fewest (1, 2, 4, 8) making at least 64 bytes per row and whole 32-bit words. Big
@@ -90,20 +89,34 @@ struct params {
     /* Prepared input in scratch (inline == false): 2m arrays of xpitch halves, sums
      * [m][nseg], scales [m]. */
     bool inline_x;
-    bool x_smem; /* (not inline) the prepared input is copied into shared memory first */
-    int stages;  /* weight chunks in flight per warp (2..MAX_STAGES) */
     __half *xg;
     float *sums_g, *scale_g;
     int xpitch;
 };
 
-/* The step position is written before the graph runs (wk_cuda_set_pos, an ordinary
- * launch ahead of it) and by nothing inside it, so a kernel reads it once, before its
- * dependency wait: the first input load then waits for one round trip, not two. */
-__device__ __forceinline__ int64_t step_pos(const int64_t *dpos) { return dpos ? __ldcg(dpos) : 0; }
-__device__ __forceinline__ const char *at(wk_dptr d, int64_t pos)
+__device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
 {
-    return (const char *)d.base + pos * d.stride;
+    return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
+}
+
+/* Output o's description, field by field from the parameters: a copy of p.out[o] with o
+ * known only at run time would be made in local memory, and read from there. */
+__device__ __forceinline__ out_desc pick_out(const params &p, int o)
+{
+    const out_desc &a = p.out[0], &b = p.out[1], &c = p.out[2];
+    out_desc d;
+    d.w = o == 0 ? a.w : o == 1 ? b.w : c.w;
+    d.y.base = o == 0 ? a.y.base : o == 1 ? b.y.base : c.y.base;
+    d.y.stride = o == 0 ? a.y.stride : o == 1 ? b.y.stride : c.y.stride;
+    d.add.base = o == 0 ? a.add.base : o == 1 ? b.add.base : c.add.base;
+    d.add.stride = o == 0 ? a.add.stride : o == 1 ? b.add.stride : c.add.stride;
+    d.n = o == 0 ? a.n : o == 1 ? b.n : c.n;
+    d.g0 = o == 0 ? a.g0 : o == 1 ? b.g0 : c.g0;
+    d.rope_hd = o == 0 ? a.rope_hd : o == 1 ? b.rope_hd : c.rope_hd;
+    d.rope_rot = o == 0 ? a.rope_rot : o == 1 ? b.rope_rot : c.rope_rot;
+    d.rope_pos = o == 0 ? a.rope_pos : o == 1 ? b.rope_pos : c.rope_pos;
+    d.rope_lb = o == 0 ? a.rope_lb : o == 1 ? b.rope_lb : c.rope_lb;
+    return d;
 }
 
 /* The sum of `sum` and the largest `mx` over the block's threads, in a fixed order (the
@@ -127,12 +140,12 @@ struct src_rows {
     const char *x, *x2;
     float *norm_out;
 };
-__device__ __forceinline__ src_rows resolve(const params &p, int64_t pos)
+__device__ __forceinline__ src_rows resolve(const params &p)
 {
     src_rows s;
-    s.x = at(p.x, pos);
-    s.x2 = at(p.x2, pos);
-    s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, pos) : NULL;
+    s.x = at(p.x, p.dpos);
+    s.x2 = at(p.x2, p.dpos);
+    s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, p.dpos) : NULL;
     return s;
 }
 
@@ -167,13 +180,13 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result. The block size is a multiple of 32. */
-__device__ void prepare_rows(const params &p, int64_t pos, int r0, int r1, __half *xh, int xpitch,
-                             float *sums, float *scale, bool write_norm, float *red)
+__device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xpitch, float *sums,
+                             float *scale, bool write_norm, float *red)
 {
     constexpr int KEEP = 2;
     const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
-    const src_rows sr = resolve(p, pos);
+    const src_rows sr = resolve(p);
     for (int r = r0; r < r1; r++) {
         float4 kept[KEEP];
         float mx = 0.f, ss = 0.f;
@@ -223,7 +236,9 @@ __device__ void prepare_rows(const params &p, int64_t pos, int r0, int r1, __hal
             if (on && write_norm)
                 *reinterpret_cast<float4 *>(sr.norm_out + (size_t)r * p.k + 4 * (size_t)u) =
                     make_float4(v[0], v[1], v[2], v[3]);
-            __align__(8) __half h[4], l[4];
+            /* Kept in registers: halves packed in pairs (an array cast to a wider type
+             * would live in local memory). */
+            __half h[4], l[4];
             float sum = 0.f;
 #pragma unroll
             for (int e = 0; e < 4; e++) {
@@ -235,9 +250,12 @@ __device__ void prepare_rows(const params &p, int64_t pos, int r0, int r1, __hal
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
             sum += __shfl_xor_sync(0xffffffffu, sum, 2);
             if (on) {
-                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r) * xpitch + 4 * u) = *reinterpret_cast<const uint2 *>(h);
+                const __half2 h01 = __halves2half2(h[0], h[1]), h23 = __halves2half2(h[2], h[3]);
+                const __half2 l01 = __halves2half2(l[0], l[1]), l23 = __halves2half2(l[2], l[3]);
+                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r) * xpitch + 4 * u) =
+                    make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
                 *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r + 1) * xpitch + 4 * u) =
-                    *reinterpret_cast<const uint2 *>(l);
+                    make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
                 if ((u & 3) == 0) sums[(size_t)r * p.nseg + u / 4] = sum;
             }
         };
@@ -257,11 +275,10 @@ __device__ void prepare_rows(const params &p, int64_t pos, int r0, int r1, __hal
 __global__ void __launch_bounds__(256) prepare_kernel(params p)
 {
     __shared__ float red[2 * MAX_WARPS];
-    const int64_t pos = step_pos(p.dpos);
     pdl_wait();
     pdl_release();
     int r = blockIdx.x;
-    prepare_rows(p, pos, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
+    prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
                  p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
 }
 
@@ -272,29 +289,16 @@ __device__ __forceinline__ void cp_async4(void *dst, const void *src)
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-/* Wait until at most n (0 .. MAX_STAGES - 1) of this thread's copy groups are pending. */
-__device__ __forceinline__ void cp_wait_n(int n)
-{
-    if (n >= 3)
-        cp_wait<3>();
-    else if (n == 2)
-        cp_wait<2>();
-    else if (n == 1)
-        cp_wait<1>();
-    else
-        cp_wait<0>();
-}
 
-/* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline or copied) the input. */
-template <class G> __host__ __device__ size_t stage_bytes(int nw, int stages)
-{
-    return (size_t)nw * stages * 16 * G::PITCH;
-}
+/* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
+template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
 __host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
 size_t xin_bytes(int m, int k) { return (size_t)2 * m * (k + SEG) * 2 + (size_t)m * (k / SEG) * 4 + MAX_ROWS * 4; }
 
-template <class T, int NX, bool BIG>
-__global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
+/* MINB: blocks of 8 warps per SM the registers are sized for (3: at most 80 registers a
+ * thread, 2: 128, without spills). */
+template <class T, int NX, bool BIG, int MINB>
+__global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 {
     extern __shared__ __align__(16) uint8_t smem[];
     using G = geom<T, BIG>;
@@ -308,7 +312,7 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
     int o = 0;
     if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
     if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
-    const out_desc od = p.out[o];
+    const out_desc od = pick_out(p, o);
     const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
     const int live = min(16, od.n - n0);
     const uint8_t *wr = od.w + (size_t)n0 * p.row_bytes;
@@ -318,18 +322,13 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
     /* The flat copy takes 16 rows of whole words; it may read 2 bytes past a row, so not
      * in the group that holds the tensor's last row when rows can end mid-word. */
     const bool fast_rows = live == 16 && aligned && (!G::A2 || !last_group);
-    /* 16-byte copies: every chunk row starts on 16 bytes and ends where the next begins;
-     * 8-byte copies likewise on 8 bytes (decode's k = 576 rows of Q4_1, say). */
+    /* 16-byte copies: every chunk row starts on 16 bytes and ends where the next begins. */
     const bool vec16 = G::V16 && live == 16 && (uintptr_t)od.w % 16 == 0 && p.row_bytes % 16 == 0;
-    const bool vec8 = G::CB % 8 == 0 && live == 16 && (uintptr_t)od.w % 8 == 0 && p.row_bytes % 8 == 0;
-    const int S = p.stages;
-    /* Read before the dependency wait (see step_pos). */
-    const int64_t pos = step_pos(p.dpos);
 
     uint8_t *stage = smem;
-    float *red = reinterpret_cast<float *>(smem + stage_bytes<G>(nw, S));
-    uint8_t *xin = smem + stage_bytes<G>(nw, S) + red_bytes(nw);
-    uint8_t *buf = stage + (size_t)warp * S * 16 * PITCH;
+    float *red = reinterpret_cast<float *>(smem + stage_bytes<G>(nw));
+    uint8_t *xin = smem + stage_bytes<G>(nw) + red_bytes(nw);
+    uint8_t *buf = stage + (size_t)warp * 2 * 16 * PITCH;
 
     /* Byte offset of row r's data within its staging row (rows are 2-byte aligned). */
     auto shift_of = [&](int r) -> int { return (int)(((uintptr_t)wr + (size_t)r * p.row_bytes) & 3); };
@@ -348,14 +347,6 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
                 const uint8_t *src = wr + (size_t)r * p.row_bytes + off + 16 * v;
                 unsigned sa = (unsigned)__cvta_generic_to_shared(d + r * PITCH + 16 * v);
                 asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
-            }
-        } else if (vec8 && cb == CH) {
-            constexpr int VPR = CB / 8;
-            for (int i = lane; i < 16 * VPR; i += 32) {
-                const int r = i / VPR, v = i - r * VPR;
-                const uint8_t *src = wr + (size_t)r * p.row_bytes + off + 8 * v;
-                unsigned sa = (unsigned)__cvta_generic_to_shared(d + r * PITCH + 8 * v);
-                asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(sa), "l"(src));
             }
         } else if (fast_rows && cb == CH) {
             for (int i = lane; i < 16 * WPR; i += 32) {
@@ -396,12 +387,12 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         cp_commit();
     };
 
-    /* Start the copies of the first S chunks (weights: nothing earlier writes them, so
+    /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
      * this may overlap the previous kernel), then wait for that kernel and prepare the
      * input while the copies are in flight. */
     int c = live > 0 ? kw : nchunk;
-    for (int i = 0; i < S; i++)
-        if (c + i * wpg < nchunk) stage_chunk(c + i * wpg, i);
+    if (c < nchunk) stage_chunk(c, 0);
+    if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
     pdl_wait();
     pdl_release();
 
@@ -413,25 +404,8 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         __half *xs = reinterpret_cast<__half *>(xin);
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
-        prepare_rows(p, pos, 0, p.m, xs, xpitch, ss, sc,
+        prepare_rows(p, 0, p.m, xs, xpitch, ss, sc,
                      p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
-        __syncthreads();
-        xh = xs, sums = ss, xscale = sc;
-    } else if (p.x_smem) {
-        /* The prepared input (written by the preparation launch before this one) into
-         * shared memory, so that the steps' loads of it do not wait on L2. Plain loads:
-         * a copy group would be waited for together with the weight chunks before it. */
-        xpitch = p.xpitch;
-        __half *xs = reinterpret_cast<__half *>(xin);
-        float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
-        float *sc = ss + (size_t)p.m * p.nseg;
-        const int nv = 2 * p.m * xpitch / 8; /* 16-byte pieces: xpitch is a multiple of 16 */
-        const uint4 *xg4 = reinterpret_cast<const uint4 *>(p.xg);
-        uint4 *xs4 = reinterpret_cast<uint4 *>(xs);
-#pragma unroll 4
-        for (int i = threadIdx.x; i < nv; i += blockDim.x) xs4[i] = __ldcg(xg4 + i);
-        for (int i = threadIdx.x; i < p.m * p.nseg; i += blockDim.x) ss[i] = __ldcg(p.sums_g + i);
-        if (threadIdx.x < p.m) sc[threadIdx.x] = __ldcg(p.scale_g + threadIdx.x);
         __syncthreads();
         xh = xs, sums = ss, xscale = sc;
     } else {
@@ -489,10 +463,12 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
         }
     };
 
-    for (int it = 0, slot = 0; c < nchunk; c += wpg, it++, slot = slot + 1 == S ? 0 : slot + 1) {
-        /* The chunks after this one (up to S - 1 of them) may still be in flight. */
-        const int later = (nchunk - 1 - c) / wpg;
-        cp_wait_n(later < S - 1 ? later : S - 1);
+    for (int it = 0; c < nchunk; c += wpg, it++) {
+        const int slot = it & 1;
+        if (c + wpg < nchunk)
+            cp_wait<1>(); /* the next chunk may still be in flight */
+        else
+            cp_wait<0>();
         __syncwarp();
         const uint8_t *r0 = buf + slot * 16 * PITCH + row0 * PITCH + sh0;
         const uint8_t *r1 = buf + slot * 16 * PITCH + row1 * PITCH + sh1;
@@ -504,7 +480,7 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
                 block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
         }
         __syncwarp(); /* every lane is done with the slot: refill it */
-        if (c + S * wpg < nchunk) stage_chunk(c + S * wpg, slot);
+        if (c + 2 * wpg < nchunk) stage_chunk(c + 2 * wpg, slot);
     }
 
     /* The warps of a row group add up their k parts in a fixed order. */
@@ -523,8 +499,8 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
                 for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
     if (live <= 0) return;
-    float *y = (float *)at(od.y, pos);
-    float *add = od.add.base ? (float *)at(od.add, pos) : NULL;
+    float *y = (float *)at(od.y, p.dpos);
+    float *add = od.add.base ? (float *)at(od.add, p.dpos) : NULL;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         if (j >= nx) break;
@@ -540,8 +516,8 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
                 const float other = __shfl_xor_sync(0xffffffffu, v, 4);
                 const int d = col % od.rope_hd;
                 if (d < od.rope_rot) {
-                    const int64_t rpos = od.rope_pos + pos + row;
-                    const double theta = (double)rpos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
+                    const int64_t pos = od.rope_pos + (p.dpos ? *p.dpos : 0) + row;
+                    const double theta = (double)pos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
                     double sn, cs;
                     sincos(theta, &sn, &cs);
                     const float c = (float)cs, sf = (float)sn;
@@ -555,94 +531,68 @@ __global__ void __launch_bounds__(256, 3) qmv_kernel(params p)
     }
 }
 
-/* A switch read once from the environment (default when unset). */
-long env_knob(const char *name, long dflt)
-{
-    const char *e = getenv(name);
-    return e && *e ? atol(e) : dflt;
-}
-
 /* Largest input (m * k elements) prepared inside the kernel; WICK_CUDA_QMV_INLINE
  * overrides it (0: always a separate preparation), read once. */
 long inline_limit()
 {
-    static const long lim = env_knob("WICK_CUDA_QMV_INLINE", 8192);
-    return lim < 0 ? 0 : lim;
+    static long lim = -1;
+    if (lim < 0) {
+        const char *e = getenv("WICK_CUDA_QMV_INLINE");
+        lim = e ? atol(e) : 8192;
+        if (lim < 0) lim = 0;
+    }
+    return lim;
 }
 
-/* Blocks of a kernel resident on one SM with this many threads and bytes of shared memory. */
-template <class K> int blocks_per_sm(K kernel, int threads, size_t smem)
-{
-    int nb = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, threads, smem) != cudaSuccess) return 0;
-    return nb;
-}
-
-template <class T, int NX, bool BIG> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
+template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
 {
     using G = geom<T, BIG>;
-    auto kernel = qmv_kernel<T, NX, BIG>;
     const int nblk = p.k / T::QK, nchunk = (nblk + G::CH - 1) / G::CH;
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
-    /* Warps per row group: up to 8 splitting k, but no more in all than about 24 per SM
-     * (3 blocks of 8 at the kernel's register bound), so that large matrices run in one
-     * wave; then as many row groups per block as fill 8 warps while every SM still gets
-     * a block (each block prepares its own input). */
+    /* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8
+     * per SM (the kernel's register bound), so that large matrices run in one wave; then
+     * as many row groups per block as fill 8 warps while every SM still gets a block (each
+     * block prepares its own input). */
     int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
-    const long budget = 24L * sms;
+    const long budget = 8L * MINB * sms;
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
-    int rg = MAX_WARPS / wpg;
-    if (rg > groups / sms) rg = groups / sms < 1 ? 1 : groups / sms;
+    /* Fewer warps per row group while shared memory would make a second wave (the big
+     * chunks of Q8_0 and Q6_K). */
+    int rg, nw, blocks;
+    size_t smem;
+    for (;;) {
+        rg = MAX_WARPS / wpg;
+        if (rg > groups / sms) rg = groups / sms < 1 ? 1 : groups / sms;
+        nw = wpg * rg;
+        blocks = 0;
+        for (int i = 0; i < p.nout; i++) blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
+        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
+        if (smem > (size_t)200 << 10)
+            return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
+                                           "(k = %d too large)", smem, p.k);
+        static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
+        if (smem > allowed) {
+            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       200 << 10));
+            allowed = (size_t)200 << 10;
+        }
+        int per_sm = 0;
+        if (wpg == 1 || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qmv_kernel<T, NX, BIG, MINB>, nw * 32,
+                                                                      smem) != cudaSuccess ||
+            (long)blocks <= (long)per_sm * sms || (long)blocks > 2L * per_sm * sms)
+            break;
+        wpg--;
+    }
     p.wpg = wpg;
     p.rg = rg;
-    const int nw = wpg * rg;
-    int blocks = 0;
+    blocks = 0;
     for (int i = 0; i < p.nout; i++) {
         p.out[i].g0 = blocks;
         blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
     }
-    static bool granted = false; /* dynamic shared memory beyond 48 KB allowed for this kernel */
-    if (!granted) {
-        WK_CU(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
-        granted = true;
-    }
-    /* Chunks in flight per warp and the prepared input in shared memory, as much of both
-     * as keeps the launch in as few waves as two chunks and the input in L2 need. A warp
-     * with more chunks to stream keeps more in flight; WICK_CUDA_QMV_STAGES (2..4) and
-     * WICK_CUDA_QMV_XSMEM=0 override the choice, for measuring. */
-    static const long force_stages = env_knob("WICK_CUDA_QMV_STAGES", 0);
-    static const bool xsmem_on = env_knob("WICK_CUDA_QMV_XSMEM", 1) != 0;
-    auto smem_of = [&](int st, bool xs) {
-        return stage_bytes<G>(nw, st) + red_bytes(nw) + (p.inline_x || xs ? xin_bytes(p.m, p.k) : 0);
-    };
-    auto waves = [&](int st, bool xs) {
-        const size_t sm = smem_of(st, xs);
-        const int per_sm = sm > (size_t)200 << 10 ? 0 : blocks_per_sm(kernel, nw * 32, sm);
-        return per_sm > 0 ? (blocks + per_sm * sms - 1) / (per_sm * sms) : 1 << 30;
-    };
-    const int per_warp = (nchunk + wpg - 1) / wpg;
-    int stages = per_warp < 2 ? 2 : per_warp > MAX_STAGES ? MAX_STAGES : per_warp;
-    bool xs = false;
-    if (force_stages >= 2 && force_stages <= MAX_STAGES) {
-        stages = (int)force_stages;
-        xs = !p.inline_x && xsmem_on && waves(stages, true) <= waves(stages, false);
-    } else {
-        const int ref = waves(2, false);
-        bool found = false;
-        for (int x = p.inline_x || !xsmem_on ? 0 : 1; x >= 0 && !found; x--)
-            for (int st = stages; st >= 2 && !found; st--)
-                if (waves(st, x) <= ref) stages = st, xs = x, found = true;
-        if (!found) stages = 2, xs = false;
-    }
-    p.stages = stages;
-    p.x_smem = xs;
-    const size_t smem = smem_of(stages, xs);
-    if (smem > (size_t)200 << 10)
-        return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
-                                       "(k = %d too large)", smem, p.k);
-    return wk_launch_pdl("the quantized matrix-vector kernel", kernel, dim3((unsigned)blocks), dim3(nw * 32), smem,
-                         c->stream, p);
+    return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG, MINB>, dim3((unsigned)blocks),
+                         dim3(nw * 32), smem, c->stream, p);
 }
 
 int sm_count()
@@ -657,14 +607,25 @@ int sm_count()
     return sms;
 }
 
+/* The register bound of a kernel, as blocks of 8 warps per SM (measured on the H200): 2
+ * (128 registers a thread) for 5-8 input rows, whose two sets of accumulators spilled at
+ * 80 registers, and for long rows of most formats; 3 (80 registers, more warps to hide
+ * latency) for decode's short rows and for Q4_K, Q5_K and F16 rows. */
+template <class T, int NX, bool BIG> constexpr int minb_for()
+{
+    return NX == 2 || (BIG && !(T::QK == 256 && (T::BYTES == 144 || T::BYTES == 176)) && T::QK != 16) ? 2 : 3;
+}
+
 /* Big chunks when k gives 8 warps a big chunk each, else small ones. */
 template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count();
     const bool big = p.k / T::QK >= 8 * geom<T, true>::CH;
     if (p.m > 4)
-        return big ? launch_k<T, 2, true>(c, p, sms) : launch_k<T, 2, false>(c, p, sms);
-    return big ? launch_k<T, 1, true>(c, p, sms) : launch_k<T, 1, false>(c, p, sms);
+        return big ? launch_k<T, 2, true, minb_for<T, 2, true>()>(c, p, sms)
+                   : launch_k<T, 2, false, minb_for<T, 2, false>()>(c, p, sms);
+    return big ? launch_k<T, 1, true, minb_for<T, 1, true>()>(c, p, sms)
+               : launch_k<T, 1, false, minb_for<T, 1, false>()>(c, p, sms);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
