@@ -67,7 +67,8 @@ __global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int
 }
 
 /* One block of ATT_WARPS warps per (head, row); each warp runs an online softmax over
- * every ATT_WARPS-th key, lanes holding dims lane + 32 i; the warps are merged at the end. */
+ * every ATT_WARPS-th key, lanes holding dims lane + 32 i; the warps are merged at the end.
+ * Any head size up to 256; sizes 32, 64 and 128 take the tiled kernel below. */
 constexpr int ATT_WARPS = 16;
 constexpr int ATT_DMAX = 8; /* head_dim <= 256 */
 
@@ -141,6 +142,137 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     }
     float *out = at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * hd;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float o = 0.f;
+        for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w][d] * f[w];
+        out[d] = o / L;
+    }
+}
+
+/* Attention for head sizes 32, 64 and 128: the same block of ATT_WARPS warps per (head,
+ * row), but a warp takes 32 keys at a time. For the scores, HD / 8 lanes share a key (8
+ * dims each, two 16-byte loads), so a warp's load of k rows is contiguous and its 32 keys
+ * cost HD / 8 steps of independent loads and a short reduction, not 32 sequential
+ * reductions; the softmax runs over the 32 scores at once; for the values, lanes hold dims
+ * (lane + 32 i) and add up the 32 keys' v rows. Warps take every ATT_WARPS-th group of 32
+ * keys and are merged as above. Fixed order throughout: the same result on every run. */
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    attention_tiled_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
+                           const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
+                           const int64_t *dpos)
+{
+    constexpr int LPK = HD / 8;      /* lanes per key in the scores */
+    constexpr int KPS = 32 / LPK;    /* keys per step */
+    constexpr int STEPS = 32 / KPS;  /* steps per 32 keys */
+    constexpr int DPL = HD / 32;     /* value dims per lane */
+    constexpr int SB = STEPS < 8 ? STEPS : 8; /* steps whose k loads are issued together */
+    __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
+    __shared__ float sm_acc[ATT_WARPS][HD];
+    pdl_wait();
+    pdl_release();
+    const int h = blockIdx.x, r = blockIdx.y;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int sub = lane % LPK, kq = lane / LPK;
+    const int kvh = h / (n_heads / n_kv_heads);
+    const int64_t kv_dim = (int64_t)n_kv_heads * HD;
+    const int64_t n_keys = pos_off + (dpos ? *dpos : 0) + r + 1;
+    const float *q = at<const float>(qd, dpos) + ((int64_t)r * n_heads + h) * HD;
+    const float scale = 1.f / sqrtf((float)HD);
+    float qv[8];
+    {
+        const float4 a = *reinterpret_cast<const float4 *>(q + 8 * sub);
+        const float4 b = *reinterpret_cast<const float4 *>(q + 8 * sub + 4);
+        qv[0] = a.x * scale, qv[1] = a.y * scale, qv[2] = a.z * scale, qv[3] = a.w * scale;
+        qv[4] = b.x * scale, qv[5] = b.y * scale, qv[6] = b.z * scale, qv[7] = b.w * scale;
+    }
+    const float *kh = kc + (int64_t)kvh * HD + 8 * sub, *vh = vc + (int64_t)kvh * HD + lane;
+    float m = -INFINITY, l = 0.f, acc[DPL];
+#pragma unroll
+    for (int i = 0; i < DPL; i++) acc[i] = 0.f;
+    for (int64_t base = (int64_t)warp * 32; base < n_keys; base += ATT_WARPS * 32) {
+        const int kn = (int)min((int64_t)32, n_keys - base); /* keys in this group */
+        /* The group's v rows into L1 now (lane t: key base + t), so that the value loop
+         * below finds them there instead of waiting on L2 once per key. */
+        if (lane < kn)
+#pragma unroll
+            for (int b = 0; b < HD * 4; b += 128)
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(vc + (base + lane) * kv_dim + (int64_t)kvh * HD + b / 4));
+        /* Every k load of the group first (one wait for all), then the scores: lanes
+         * kq * LPK .. + LPK - 1 hold key base + st * KPS + kq's after step st. */
+        float sc[STEPS];
+#pragma unroll
+        for (int s0 = 0; s0 < STEPS; s0 += SB) { /* SB steps of loads in flight: 8 SB registers */
+            float4 ka[SB], kb[SB];
+#pragma unroll
+            for (int i = 0; i < SB; i++) {
+                const int jj = (s0 + i) * KPS + kq;
+                const float *k = kh + (base + (jj < kn ? jj : 0)) * kv_dim;
+                ka[i] = *reinterpret_cast<const float4 *>(k);
+                kb[i] = *reinterpret_cast<const float4 *>(k + 4);
+            }
+#pragma unroll
+            for (int i = 0; i < SB; i++) {
+                float d = qv[0] * ka[i].x + qv[1] * ka[i].y + qv[2] * ka[i].z + qv[3] * ka[i].w +
+                          qv[4] * kb[i].x + qv[5] * kb[i].y + qv[6] * kb[i].z + qv[7] * kb[i].w;
+#pragma unroll
+                for (int o = 1; o < LPK; o <<= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+                sc[s0 + i] = d;
+            }
+        }
+        /* Lane t takes key base + t's score (step t / KPS, lanes (t % KPS) * LPK). */
+        float my = 0.f;
+#pragma unroll
+        for (int st = 0; st < STEPS; st++) {
+            const float v = __shfl_sync(0xffffffffu, sc[st], (lane % KPS) * LPK);
+            if (lane / KPS == st) my = v;
+        }
+        const bool live = lane < kn;
+        const float mx = warp_max(live ? my : -INFINITY);
+        const float mn = fmaxf(m, mx); /* finite: the group holds a key */
+        const float p = live ? expf(my - mn) : 0.f;
+        const float corr = expf(m - mn); /* 0 for a warp's first group */
+        l = l * corr + warp_sum(p);
+        m = mn;
+        float vs[DPL];
+#pragma unroll
+        for (int i = 0; i < DPL; i++) vs[i] = 0.f;
+#pragma unroll
+        for (int jj = 0; jj < 32; jj++) {
+            const float pj = __shfl_sync(0xffffffffu, p, jj); /* 0 past the group's keys */
+            const float *v = vh + (base + (jj < kn ? jj : 0)) * kv_dim;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) vs[i] += pj * v[32 * i];
+        }
+#pragma unroll
+        for (int i = 0; i < DPL; i++) acc[i] = acc[i] * corr + vs[i];
+    }
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < DPL; i++) sm_acc[warp][lane + 32 * i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
+    float L = 0.f, f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = sm_m[w] == -INFINITY ? 0.f : expf(sm_m[w] - M);
+        L += sm_l[w] * f[w];
+    }
+    float *out = at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * HD;
+    for (int d = threadIdx.x; d < HD; d += blockDim.x) {
         float o = 0.f;
         for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w][d] * f[w];
         out[d] = o / L;
@@ -225,6 +357,20 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
                        (long long)n_heads, (long long)n_kv_heads);
     if (rows <= 0) return WK_OK;
     dim3 grid((unsigned)n_heads, (unsigned)rows);
+    /* The tiled kernel for decode (one row: its 108 registers a thread leave one block per
+     * SM, which a prompt's many blocks would wait on); its 16-byte loads need rows on
+     * 16-byte boundaries. */
+    const bool tiled = rows == 1 && (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0 &&
+                       (uintptr_t)q.base % 16 == 0 && q.stride % 16 == 0 && n_kv_heads * head_dim % 4 == 0;
+    if (tiled && head_dim == 64)
+        return wk_launch_pdl("attention", attention_tiled_kernel<64>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
+                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
+    if (tiled && head_dim == 32)
+        return wk_launch_pdl("attention", attention_tiled_kernel<32>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
+                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
+    if (tiled && head_dim == 128)
+        return wk_launch_pdl("attention", attention_tiled_kernel<128>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
+                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
     return wk_launch_pdl("attention", attention_kernel, grid, dim3(ATT_WARPS * 32), 0, c->stream, out, q,
                          k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, (int)head_dim, dpos);
 }

@@ -1,0 +1,124 @@
+/* CUDA attention over the KV cache (wk_cuda_attention) against a float64 reference on
+ * fresh random inputs, the output poisoned first: head sizes of the tiled decode kernel
+ * (32, 64, 128; one row) and of the general one (80, and any size for several rows),
+ * grouped-query heads, key counts around the tile sizes (one key; 31, 32, 33; 511, 512,
+ * 513 and more than a round of every warp), several rows (a prompt) and a position read
+ * from the device (a graph's decode step, addresses moving with it). Skips (exit 0) when
+ * no CUDA device is present. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef WICK_HAVE_CUDA
+#include "check.h"
+#include "cuda/kernels.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) /* [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / (double)(1ull << 52) - 1.0);
+}
+
+static void *dev_copy(const void *h, size_t bytes)
+{
+    void *d = NULL;
+    CHECK_OK(wk_cuda_malloc(bytes, &d));
+    if (d) CHECK_OK(wk_cuda_copy_sync(d, h, bytes, true));
+    return d;
+}
+
+/* rows query rows at positions pos_off + step + r over a cache of n_ctx positions; with
+ * use_dpos the step (and the q and out rows, stride bytes per position) come from *dpos. */
+static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64_t rows, int64_t pos_off,
+                int64_t step, bool use_dpos)
+{
+    const int64_t kv_dim = n_kv * hd, qdim = n_heads * hd;
+    const int64_t n_ctx = pos_off + step + rows;
+    const int64_t slots = use_dpos ? step + 1 : 1; /* positions the q/out buffers hold */
+    float *q = malloc(sizeof(float) * (size_t)(slots * rows * qdim));
+    float *kc = malloc(sizeof(float) * (size_t)(n_ctx * kv_dim));
+    float *vc = malloc(sizeof(float) * (size_t)(n_ctx * kv_dim));
+    float *out = malloc(sizeof(float) * (size_t)(slots * rows * qdim));
+    for (int64_t i = 0; i < slots * rows * qdim; i++) q[i] = 2.f * frand();
+    for (int64_t i = 0; i < n_ctx * kv_dim; i++) kc[i] = frand(), vc[i] = frand();
+    for (int64_t i = 0; i < slots * rows * qdim; i++) out[i] = NAN;
+    float *dq = dev_copy(q, sizeof(float) * (size_t)(slots * rows * qdim));
+    float *dk = dev_copy(kc, sizeof(float) * (size_t)(n_ctx * kv_dim));
+    float *dv = dev_copy(vc, sizeof(float) * (size_t)(n_ctx * kv_dim));
+    float *dout = dev_copy(out, sizeof(float) * (size_t)(slots * rows * qdim));
+    int64_t *dpos = NULL;
+    const int64_t stride = (int64_t)sizeof(float) * rows * qdim;
+    wk_dptr qd = {dq, use_dpos ? stride : 0}, od = {dout, use_dpos ? stride : 0};
+    if (use_dpos) {
+        CHECK_OK(wk_cuda_malloc(sizeof(int64_t), (void **)&dpos));
+        CHECK_OK(wk_cuda_set_pos(c, dpos, step));
+    }
+    CHECK_OK(wk_cuda_attention(c, od, qd, dk, dv, rows, use_dpos ? pos_off : pos_off + step, n_heads, n_kv, hd,
+                               dpos));
+    CHECK_OK(wk_cuda_ctx_sync(c));
+    CHECK_OK(wk_cuda_copy_sync(out, dout, sizeof(float) * (size_t)(slots * rows * qdim), false));
+    const int64_t base = use_dpos ? step * rows * qdim : 0;
+    double worst = 0.0;
+    double *s = malloc(sizeof(double) * (size_t)n_ctx);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 0; h < n_heads; h++) {
+            const int64_t kvh = h / (n_heads / n_kv), n_keys = pos_off + step + r + 1;
+            const float *qr = q + base + (r * n_heads + h) * hd;
+            double mx = -INFINITY, sum = 0.0;
+            for (int64_t j = 0; j < n_keys; j++) {
+                double d = 0.0;
+                for (int64_t e = 0; e < hd; e++) d += (double)qr[e] * kc[j * kv_dim + kvh * hd + e];
+                s[j] = d / sqrt((double)hd);
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int64_t j = 0; j < n_keys; j++) sum += (s[j] = exp(s[j] - mx));
+            for (int64_t e = 0; e < hd; e++) {
+                double o = 0.0;
+                for (int64_t j = 0; j < n_keys; j++) o += s[j] * vc[j * kv_dim + kvh * hd + e];
+                o /= sum;
+                const double got = out[base + (r * n_heads + h) * hd + e];
+                const double err = isnan(got) ? INFINITY : fabs(got - o);
+                if (err > worst) worst = err;
+            }
+        }
+    CHECK_MSG(worst <= 2e-5, "head size %lld, %lld/%lld heads, %lld rows, %lld keys first%s: max |diff| %.3g",
+              (long long)hd, (long long)n_heads, (long long)n_kv, (long long)rows,
+              (long long)(pos_off + step + 1), use_dpos ? ", position on the device" : "", worst);
+    free(s);
+    free(q), free(kc), free(vc), free(out);
+    wk_cuda_free(dq), wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dout), wk_cuda_free(dpos);
+}
+
+int main(void)
+{
+    if (!wk_cuda_device_present()) {
+        printf("SKIP: no CUDA device here (test_cuda_attention needs a GPU; nothing was checked)\n");
+        return 0;
+    }
+    wk_cuda_ctx *c = NULL;
+    CHECK_OK(wk_cuda_ctx_create(&c));
+    if (!c) return 1;
+    const int64_t keys[] = {1, 31, 32, 33, 300, 511, 512, 513, 1100};
+    const struct { int64_t hd, heads, kv; } shapes[] = {{64, 9, 3}, {32, 4, 4}, {128, 8, 1}, {80, 6, 2}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            run(c, shapes[s].hd, shapes[s].heads, shapes[s].kv, 1, keys[k] - 1, 0, false);
+            if (keys[k] <= 513) run(c, shapes[s].hd, shapes[s].heads, shapes[s].kv, 3, keys[k] - 1, 0, false);
+        }
+    run(c, 64, 9, 3, 1, 10, 289, true); /* a decode step: position 299 from the device */
+    run(c, 128, 8, 2, 1, 0, 40, true);
+    wk_cuda_ctx_free(c);
+    TEST_MAIN_END();
+}
+#else
+int main(void)
+{
+    printf("SKIP: this build has no CUDA support (test_cuda_attention checks the CUDA attention)\n");
+    return 0;
+}
+#endif
