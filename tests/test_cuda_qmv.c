@@ -1,8 +1,9 @@
 /* CUDA matrix-vector launches (wk_cuda_qmv): the input prepared in the same launch as it
- * is, as an RMSNorm or as silu(gate) * up, three weights of one input, a residual add, RoPE,
- * against float64 references on fresh random inputs with the outputs poisoned; rows that
- * start on 2-byte boundaries; the input prepared inside the kernel and in scratch; and
- * the rejections. Skips (exit 0) when no CUDA device is present. */
+ * is, as an RMSNorm or as silu(gate) * up, three weights of one input, a residual add, RoPE
+ * (its position also read from the device, as in a graph's decode step), against float64
+ * references on fresh random inputs with the outputs poisoned; rows that start on 2-byte
+ * boundaries; the input prepared inside the kernel and in scratch; and the rejections.
+ * Skips (exit 0) when no CUDA device is present. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -121,18 +122,26 @@ static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src)
     }
     j.out[2].add = wk_dp(dacc);
     /* With the RMSNorm, as in attention: RoPE on the first two outputs (heads of 8; all
-     * dims rotated in one, 6 of 8 in the other), at position 7 + row. */
+     * dims rotated in one, 6 of 8 in the other), at position 7 + row. For odd m the
+     * position comes partly from the device, as in a graph's decode step: 2 + 5 there. */
     const int64_t rope_rot[2] = {8, 6};
-    const bool rope = src == WK_QMV_RMSNORM;
+    const bool rope = src == WK_QMV_RMSNORM, dev_pos = rope && m % 2 == 1;
+    int64_t *dpos = NULL;
+    if (dev_pos) {
+        CHECK_OK(wk_cuda_malloc(sizeof(int64_t), (void **)&dpos));
+        CHECK_OK(wk_cuda_set_pos(c, dpos, 5));
+        j.dpos = dpos;
+    }
     if (rope)
         for (int o = 0; o < 2; o++) {
             j.out[o].rope_head_dim = 8;
             j.out[o].rope_n_rot = rope_rot[o];
-            j.out[o].rope_pos = 7;
+            j.out[o].rope_pos = dev_pos ? 2 : 7;
             j.out[o].rope_base = 10000.f;
         }
     CHECK_OK(wk_cuda_qmv(c, &j));
     CHECK_OK(wk_cuda_ctx_sync(c));
+    wk_cuda_free(dpos);
 
     char label[96];
     snprintf(label, sizeof label, "%s k=%lld m=%lld %s", wk_type_name(t), (long long)k, (long long)m,

@@ -94,10 +94,11 @@ struct params {
     int xpitch;
 };
 
-__device__ __forceinline__ const char *at(wk_dptr d, const int64_t *dpos)
-{
-    return (const char *)d.base + (dpos ? *dpos * d.stride : 0);
-}
+/* The address of d at step position `step` (0 when the kernel has no position pointer). */
+__device__ __forceinline__ const char *at(wk_dptr d, int64_t step) { return (const char *)d.base + step * d.stride; }
+/* The step position: written before the graph runs (wk_cuda_set_pos, an ordinary launch
+ * ahead of it) and by nothing in it, so kernels read it before their dependency wait. */
+__device__ __forceinline__ int64_t step_of(const int64_t *dpos) { return dpos ? __ldcg(dpos) : 0; }
 
 /* Output o's description, field by field from the parameters: a copy of p.out[o] with o
  * known only at run time would be made in local memory, and read from there. */
@@ -140,12 +141,12 @@ struct src_rows {
     const char *x, *x2;
     float *norm_out;
 };
-__device__ __forceinline__ src_rows resolve(const params &p)
+__device__ __forceinline__ src_rows resolve(const params &p, int64_t step)
 {
     src_rows s;
-    s.x = at(p.x, p.dpos);
-    s.x2 = at(p.x2, p.dpos);
-    s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, p.dpos) : NULL;
+    s.x = at(p.x, step);
+    s.x2 = at(p.x2, step);
+    s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, step) : NULL;
     return s;
 }
 
@@ -180,13 +181,13 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result. The block size is a multiple of 32. */
-__device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xpitch, float *sums,
+__device__ void prepare_rows(const params &p, int64_t step, int r0, int r1, __half *xh, int xpitch, float *sums,
                              float *scale, bool write_norm, float *red)
 {
     constexpr int KEEP = 2;
     const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
-    const src_rows sr = resolve(p);
+    const src_rows sr = resolve(p, step);
     for (int r = r0; r < r1; r++) {
         float4 kept[KEEP];
         float mx = 0.f, ss = 0.f;
@@ -275,10 +276,11 @@ __device__ void prepare_rows(const params &p, int r0, int r1, __half *xh, int xp
 __global__ void __launch_bounds__(256) prepare_kernel(params p)
 {
     __shared__ float red[2 * MAX_WARPS];
+    const int64_t step = step_of(p.dpos);
     pdl_wait();
     pdl_release();
     int r = blockIdx.x;
-    prepare_rows(p, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
+    prepare_rows(p, step, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
                  p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
 }
 
@@ -393,8 +395,36 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     int c = live > 0 ? kw : nchunk;
     if (c < nchunk) stage_chunk(c, 0);
     if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
+    /* The RoPE angles of this lane's outputs depend on the step position alone (see
+     * step_of): computed before the wait, they overlap the previous kernel instead of
+     * following the products. In double, as wk_cuda_rope. */
+    const int64_t step = step_of(p.dpos);
+    float rcos[2][2], rsin[2][2];
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            rcos[j][h] = 1.f, rsin[j][h] = 0.f;
+            const int d = od.rope_hd ? (n0 + g + 8 * h) % od.rope_hd : 0;
+            if (j < NX && od.rope_hd && d < od.rope_rot) {
+                const int64_t pos = od.rope_pos + step + 4 * j + t;
+                const double theta = (double)pos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
+                double sn, cs;
+                sincos(theta, &sn, &cs);
+                rcos[j][h] = (float)cs, rsin[j][h] = (float)sn;
+            }
+        }
     pdl_wait();
     pdl_release();
+    /* The residual rows this lane adds to, into L1 while the products run (after the
+     * wait: an earlier kernel may have written them). */
+    float *y = (float *)at(od.y, step);
+    float *add = od.add.base ? (float *)at(od.add, step) : NULL;
+    if (add && live > 0 && kw == 0)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            if (j < NX && 4 * j + t < p.m)
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(add + (size_t)(4 * j + t) * od.n + n0 + g));
 
     const __half *xh;
     const float *sums, *xscale;
@@ -404,7 +434,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         __half *xs = reinterpret_cast<__half *>(xin);
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
-        prepare_rows(p, 0, p.m, xs, xpitch, ss, sc,
+        prepare_rows(p, step, 0, p.m, xs, xpitch, ss, sc,
                      p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
         __syncthreads();
         xh = xs, sums = ss, xscale = sc;
@@ -499,8 +529,6 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
                 for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
     if (live <= 0) return;
-    float *y = (float *)at(od.y, p.dpos);
-    float *add = od.add.base ? (float *)at(od.add, p.dpos) : NULL;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         if (j >= nx) break;
@@ -511,18 +539,11 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
             const int col = n0 + g + 8 * h;
             float v = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
             if (od.rope_hd) {
-                /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Angles in
-                 * double, as wk_cuda_rope. */
+                /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Past the
+                 * rotated dims the angle is 0 (cos 1, sin 0): v unchanged. */
                 const float other = __shfl_xor_sync(0xffffffffu, v, 4);
-                const int d = col % od.rope_hd;
-                if (d < od.rope_rot) {
-                    const int64_t pos = od.rope_pos + (p.dpos ? *p.dpos : 0) + row;
-                    const double theta = (double)pos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
-                    double sn, cs;
-                    sincos(theta, &sn, &cs);
-                    const float c = (float)cs, sf = (float)sn;
-                    v = (g & 1) ? other * sf + v * c : v * c - other * sf;
-                }
+                const float c = rcos[j][h], sf = rsin[j][h];
+                if ((col % od.rope_hd) < od.rope_rot) v = (g & 1) ? other * sf + v * c : v * c - other * sf;
             }
             if (row >= p.m || col >= od.n) continue;
             y[(size_t)row * od.n + col] = v;
