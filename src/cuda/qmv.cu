@@ -552,16 +552,24 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     }
 }
 
-/* Largest input (m * k elements) prepared inside the kernel; WICK_CUDA_QMV_INLINE
- * overrides it (0: always a separate preparation), read once. */
+/* Largest input (m * k elements) prepared inside the kernel, and the most input elements
+ * all blocks together may prepare (blocks x m x k, counted in row groups): beyond either
+ * the preparation is a launch of its own. WICK_CUDA_QMV_INLINE and WICK_CUDA_QMV_INLINE_TOTAL
+ * override them (0: always a separate preparation); read once. */
+long env_long(const char *name, long dflt)
+{
+    const char *e = getenv(name);
+    const long v = e && *e ? atol(e) : dflt;
+    return v < 0 ? 0 : v;
+}
 long inline_limit()
 {
-    static long lim = -1;
-    if (lim < 0) {
-        const char *e = getenv("WICK_CUDA_QMV_INLINE");
-        lim = e ? atol(e) : 8192;
-        if (lim < 0) lim = 0;
-    }
+    static const long lim = env_long("WICK_CUDA_QMV_INLINE", 8192);
+    return lim;
+}
+long inline_total()
+{
+    static const long lim = env_long("WICK_CUDA_QMV_INLINE_TOTAL", 1L << 21);
     return lim;
 }
 
@@ -719,7 +727,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
-    p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= ((int64_t)1 << 20);
+    p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= inline_total();
     if (!p.inline_x) {
         wk_status rs = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
         if (rs) return rs;
