@@ -15,6 +15,7 @@
  * f32. Each weight byte is read from memory once for all input rows of the block. */
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
@@ -413,15 +414,20 @@ void launch_vec(wk_cuda_ctx *c, const uint8_t *w, size_t row_bytes, int64_t n, i
                 xprep p, int64_t m, wk_dptr y, wk_dptr add, const int64_t *dpos)
 {
     dim3 grid((unsigned)((n + 15) / 16), 1);
-    /* 1 to 8 rows take the matrix-vector kernel (qmv.cu). */
-    if (m <= 16) {
+    /* 1 to 8 rows take the matrix-vector kernel (qmv.cu). Input rows per block: 16 (MT = 2)
+     * by default, grid.y blocks over m: measured on the H200 at 24-63 rows, 16 rows a block
+     * took 0.45-0.9x the time of 32 or 64 (those hold 4 or 8 accumulator sets and spill,
+     * one block per SM at 255 registers); WICK_CUDA_QMM_MT (4, 8) allows the larger tiles,
+     * for measuring. */
+    static const int cap = getenv("WICK_CUDA_QMM_MT") ? atoi(getenv("WICK_CUDA_QMM_MT")) : 2;
+    const int mt = m <= 16 || cap <= 2 ? 2 : m <= 32 || cap <= 4 ? 4 : 8;
+    grid.y = (unsigned)((m + 8 * mt - 1) / (8 * mt));
+    if (mt == 2)
         launch_mt<T, 2, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
-    } else if (m <= 32) {
+    else if (mt == 4)
         launch_mt<T, 4, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
-    } else {
-        grid.y = (unsigned)((m + 63) / 64);
+    else
         launch_mt<T, 8, VEC>(c, w, row_bytes, n, k, p, m, y, add, dpos, grid);
-    }
 }
 
 template <class T>
