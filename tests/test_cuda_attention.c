@@ -13,24 +13,8 @@
 
 #ifdef WICK_HAVE_CUDA
 #include "check.h"
+#include "cuda_check.h"
 #include "cuda/kernels.h"
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / (double)(1ull << 52) - 1.0);
-}
-
-static void *dev_copy(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    CHECK_OK(wk_cuda_malloc(bytes, &d));
-    if (d) CHECK_OK(wk_cuda_copy_sync(d, h, bytes, true));
-    return d;
-}
 
 /* rows query rows at positions pos_off + step + r over a cache of n_ctx positions; with
  * use_dpos the step (and the q and out rows, stride bytes per position) come from *dpos. */
@@ -44,8 +28,8 @@ static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64
     float *kc = malloc(sizeof(float) * (size_t)(n_ctx * kv_dim));
     float *vc = malloc(sizeof(float) * (size_t)(n_ctx * kv_dim));
     float *out = malloc(sizeof(float) * (size_t)(slots * rows * qdim));
-    for (int64_t i = 0; i < slots * rows * qdim; i++) q[i] = 2.f * frand();
-    for (int64_t i = 0; i < n_ctx * kv_dim; i++) kc[i] = frand(), vc[i] = frand();
+    for (int64_t i = 0; i < slots * rows * qdim; i++) q[i] = 2.f * (float)urand();
+    for (int64_t i = 0; i < n_ctx * kv_dim; i++) kc[i] = (float)urand(), vc[i] = (float)urand();
     for (int64_t i = 0; i < slots * rows * qdim; i++) out[i] = NAN;
     float *dq = dev_copy(q, sizeof(float) * (size_t)(slots * rows * qdim));
     float *dk = dev_copy(kc, sizeof(float) * (size_t)(n_ctx * kv_dim));

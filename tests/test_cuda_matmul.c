@@ -8,17 +8,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "cuda_check.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static double urand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
-}
 
 static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK_TYPE_Q4_0,
                                     WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0,

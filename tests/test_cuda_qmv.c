@@ -12,26 +12,10 @@
 
 #ifdef WICK_HAVE_CUDA
 #include "check.h"
+#include "cuda_check.h"
 #include "cuda/kernels.h"
 #include "wick/quant.h"
 #include "quant/traits.h"
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static double urand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / (double)(1ull << 52) - 1.0;
-}
-
-static void *dev_copy(const void *h, size_t bytes)
-{
-    void *d = NULL;
-    CHECK_OK(wk_cuda_malloc(bytes, &d));
-    if (d) CHECK_OK(wk_cuda_copy_sync(d, h, bytes, true));
-    return d;
-}
 
 /* One weight [n, k] of type t on the device and its dequantized values. */
 static void *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
@@ -274,6 +258,7 @@ int main(void)
         printf("SKIP: no CUDA device here (test_cuda_qmv needs a GPU; nothing was checked)\n");
         return 0;
     }
+    rng = 0x2545f4914f6cdd1dull; /* this test's inputs since it was written */
     wk_cuda_ctx *c = NULL;
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return 1;

@@ -72,6 +72,34 @@ __global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int
 constexpr int ATT_WARPS = 16;
 constexpr int ATT_DMAX = 8; /* head_dim <= 256 */
 
+/* The warps' online softmaxes (running maximum m, sum l, and acc: dims lane + 32 i) merged
+ * in a fixed order into out[0 .. hd). sm_acc holds ATT_WARPS rows of 32 N floats. */
+template <int N>
+__device__ __forceinline__ void merge_warps(float m, float l, const float (&acc)[N], float *sm_m, float *sm_l,
+                                            float *sm_acc, int hd, float *out)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        sm_m[warp] = m;
+        sm_l[warp] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < N; i++) sm_acc[warp * 32 * N + lane + 32 * i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
+    float L = 0.f, f[ATT_WARPS];
+    for (int w = 0; w < ATT_WARPS; w++) {
+        f[w] = sm_m[w] == -INFINITY ? 0.f : expf(sm_m[w] - M);
+        L += sm_l[w] * f[w];
+    }
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float o = 0.f;
+        for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w * 32 * N + d] * f[w];
+        out[d] = o / L;
+    }
+}
+
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attention_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
                      const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
@@ -126,26 +154,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         for (int i = 0; i < ATT_DMAX; i++) acc[i] = acc[i] * corr + p * vj[i];
         m = mn;
     }
-    if (lane == 0) {
-        sm_m[warp] = m;
-        sm_l[warp] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < ATT_DMAX; i++) sm_acc[warp][lane + 32 * i] = acc[i];
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
-    float L = 0.f, f[ATT_WARPS];
-    for (int w = 0; w < ATT_WARPS; w++) {
-        f[w] = sm_m[w] == -INFINITY ? 0.f : expf(sm_m[w] - M);
-        L += sm_l[w] * f[w];
-    }
-    float *out = at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * hd;
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float o = 0.f;
-        for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w][d] * f[w];
-        out[d] = o / L;
-    }
+    merge_warps(m, l, acc, sm_m, sm_l, &sm_acc[0][0], hd, at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * hd);
 }
 
 /* Attention for head sizes 32, 64 and 128: the same block of ATT_WARPS warps per (head,
@@ -257,26 +266,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 #pragma unroll
         for (int i = 0; i < DPL; i++) acc[i] = acc[i] * corr + vs[i];
     }
-    if (lane == 0) {
-        sm_m[warp] = m;
-        sm_l[warp] = l;
-    }
-#pragma unroll
-    for (int i = 0; i < DPL; i++) sm_acc[warp][lane + 32 * i] = acc[i];
-    __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < ATT_WARPS; w++) M = fmaxf(M, sm_m[w]);
-    float L = 0.f, f[ATT_WARPS];
-    for (int w = 0; w < ATT_WARPS; w++) {
-        f[w] = sm_m[w] == -INFINITY ? 0.f : expf(sm_m[w] - M);
-        L += sm_l[w] * f[w];
-    }
-    float *out = at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * HD;
-    for (int d = threadIdx.x; d < HD; d += blockDim.x) {
-        float o = 0.f;
-        for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w][d] * f[w];
-        out[d] = o / L;
-    }
+    merge_warps(m, l, acc, sm_m, sm_l, &sm_acc[0][0], HD, at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * HD);
 }
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
