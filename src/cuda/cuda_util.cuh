@@ -4,6 +4,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <stdlib.h>
 #include <utility>
 
 extern "C" {
@@ -69,6 +70,15 @@ __device__ __forceinline__ void pdl_release()
 }
 
 bool wk_cuda_pdl_enabled(void);
+
+/* A measuring switch from the environment: its value as a number, dflt when unset or
+ * empty, 0 for a negative one. Callers read it once (a static). */
+static inline long wk_env_long(const char *name, long dflt)
+{
+    const char *e = getenv(name);
+    const long v = e && *e ? atol(e) : dflt;
+    return v < 0 ? 0 : v;
+}
 
 template <typename... Params, typename... Args>
 static inline wk_status wk_launch_pdl(const char *what, void (*kernel)(Params...), dim3 grid, dim3 block,

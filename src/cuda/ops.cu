@@ -13,15 +13,25 @@ template <typename P> __device__ __forceinline__ P *at(wk_dptr d, const int64_t 
     return (P *)((char *)d.base + (dpos ? *dpos * d.stride : 0));
 }
 
-__device__ __forceinline__ float block_sum(float v, float *red)
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
 {
     for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float block_sum(float v, float *red)
+{
+    v = warp_sum(v);
     __syncthreads();
     if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
     __syncthreads();
     if (threadIdx.x < 32) {
-        v = threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f;
-        for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+        v = warp_sum(threadIdx.x < blockDim.x / 32 ? red[threadIdx.x] : 0.f);
         if (threadIdx.x == 0) red[0] = v;
     }
     __syncthreads();
@@ -146,7 +156,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         float s = 0.f;
 #pragma unroll
         for (int i = 0; i < ATT_DMAX; i++) s += qv[i] * kj[i];
-        for (int o = 16; o; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        s = warp_sum(s);
         float mn = fmaxf(m, s);
         float corr = expf(m - mn), p = expf(s - mn);
         l = l * corr + p;
@@ -164,17 +174,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * reductions; the softmax runs over the 32 scores at once; for the values, lanes hold dims
  * (lane + 32 i) and add up the 32 keys' v rows. Warps take every ATT_WARPS-th group of 32
  * keys and are merged as above. Fixed order throughout: the same result on every run. */
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
 template <int HD>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attention_tiled_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
@@ -352,15 +351,13 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
      * 16-byte boundaries. */
     const bool tiled = rows == 1 && (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0 &&
                        (uintptr_t)q.base % 16 == 0 && q.stride % 16 == 0 && n_kv_heads * head_dim % 4 == 0;
-    if (tiled && head_dim == 64)
-        return wk_launch_pdl("attention", attention_tiled_kernel<64>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
-                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
-    if (tiled && head_dim == 32)
-        return wk_launch_pdl("attention", attention_tiled_kernel<32>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
-                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
-    if (tiled && head_dim == 128)
-        return wk_launch_pdl("attention", attention_tiled_kernel<128>, grid, dim3(ATT_WARPS * 32), 0, c->stream, out,
-                             q, k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
+    auto kernel = !tiled ? NULL
+                  : head_dim == 32 ? attention_tiled_kernel<32>
+                  : head_dim == 64 ? attention_tiled_kernel<64>
+                  : head_dim == 128 ? attention_tiled_kernel<128> : NULL;
+    if (kernel)
+        return wk_launch_pdl("attention", kernel, grid, dim3(ATT_WARPS * 32), 0, c->stream, out, q, k_cache,
+                             v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
     return wk_launch_pdl("attention", attention_kernel, grid, dim3(ATT_WARPS * 32), 0, c->stream, out, q,
                          k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, (int)head_dim, dpos);
 }

@@ -15,7 +15,6 @@
  * f32. Each weight byte is read from memory once for all input rows of the block. */
 #include <cuda_fp16.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
@@ -419,7 +418,7 @@ void launch_vec(wk_cuda_ctx *c, const uint8_t *w, size_t row_bytes, int64_t n, i
      * took 0.45-0.9x the time of 32 or 64 (those hold 4 or 8 accumulator sets and spill,
      * one block per SM at 255 registers); WICK_CUDA_QMM_MT (4, 8) allows the larger tiles,
      * for measuring. */
-    static const int cap = getenv("WICK_CUDA_QMM_MT") ? atoi(getenv("WICK_CUDA_QMM_MT")) : 2;
+    static const long cap = wk_env_long("WICK_CUDA_QMM_MT", 2);
     const int mt = m <= 16 || cap <= 2 ? 2 : m <= 32 || cap <= 4 ? 4 : 8;
     grid.y = (unsigned)((m + 8 * mt - 1) / (8 * mt));
     if (mt == 2)

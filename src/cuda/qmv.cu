@@ -556,20 +556,14 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * all blocks together may prepare (blocks x m x k, counted in row groups): beyond either
  * the preparation is a launch of its own. WICK_CUDA_QMV_INLINE and WICK_CUDA_QMV_INLINE_TOTAL
  * override them (0: always a separate preparation); read once. */
-long env_long(const char *name, long dflt)
-{
-    const char *e = getenv(name);
-    const long v = e && *e ? atol(e) : dflt;
-    return v < 0 ? 0 : v;
-}
 long inline_limit()
 {
-    static const long lim = env_long("WICK_CUDA_QMV_INLINE", 8192);
+    static const long lim = wk_env_long("WICK_CUDA_QMV_INLINE", 8192);
     return lim;
 }
 long inline_total()
 {
-    static const long lim = env_long("WICK_CUDA_QMV_INLINE_TOTAL", 1L << 21);
+    static const long lim = wk_env_long("WICK_CUDA_QMV_INLINE_TOTAL", 1L << 21);
     return lim;
 }
 
@@ -588,6 +582,7 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
     /* Fewer warps per row group while shared memory would make a second wave (the big
      * chunks of Q8_0 and Q6_K). */
+    static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
     int rg, nw, blocks;
     size_t smem;
     for (;;) {
@@ -595,19 +590,21 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
         if (rg > groups / sms) rg = groups / sms < 1 ? 1 : groups / sms;
         nw = wpg * rg;
         blocks = 0;
-        for (int i = 0; i < p.nout; i++) blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
+        for (int i = 0; i < p.nout; i++) {
+            p.out[i].g0 = blocks;
+            blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
+        }
         smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
         if (smem > (size_t)200 << 10)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
-        static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
         if (smem > allowed) {
             WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        200 << 10));
             allowed = (size_t)200 << 10;
         }
-        int per_sm = 0;
-        if (wpg == 1 || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qmv_kernel<T, NX, BIG, MINB>, nw * 32,
+        int per_sm = 0; /* asked only when the launch could exceed one block per SM */
+        if (wpg == 1 || blocks <= sms || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qmv_kernel<T, NX, BIG, MINB>, nw * 32,
                                                                       smem) != cudaSuccess ||
             (long)blocks <= (long)per_sm * sms || (long)blocks > 2L * per_sm * sms)
             break;
@@ -615,11 +612,6 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
     }
     p.wpg = wpg;
     p.rg = rg;
-    blocks = 0;
-    for (int i = 0; i < p.nout; i++) {
-        p.out[i].g0 = blocks;
-        blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
-    }
     return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG, MINB>, dim3((unsigned)blocks),
                          dim3(nw * 32), smem, c->stream, p);
 }
