@@ -1,22 +1,28 @@
 /* Read bandwidth: every thread sums its slice of a large buffer (the sum is kept so the
  * reads cannot be optimised away). The slices are contiguous, as the weight rows that
- * a matmul's threads read. */
+ * a matmul's threads read. The buffer is several times the last-level cache (processors
+ * with hundreds of MiB of it exist), and the rate is the best of three reads: one stream
+ * a thread, the same prefetching ahead as the kernels do, and 8 streams a thread side by
+ * side (on some machines one stream a core reaches only half of what several do). */
 #include "cpu/bandwidth.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu/cpu_engine.h"
 
 typedef struct {
     const uint64_t *buf;
     size_t words;
+    int prefetch; /* 0: plain, 1: prefetch ahead, 2: 8 streams (AVX2 only) */
     uint64_t sums[256];
 } wk_bw_job;
 
 #if defined(WICK_HAVE_X86)
-uint64_t wk_avx2_stream_sum(const void *p, size_t bytes);
+uint64_t wk_avx2_stream_sum(const void *p, size_t bytes, int prefetch);
+uint64_t wk_avx2_stream_sum_multi(const void *p, size_t bytes, int streams);
 #endif
 
 static void wk_bw_worker(void *arg, int ith, int nth)
@@ -26,7 +32,8 @@ static void wk_bw_worker(void *arg, int ith, int nth)
     const uint64_t *p = j->buf + per * (size_t)ith;
 #if defined(WICK_HAVE_X86)
     if (wk_cpu_isa() >= WK_ISA_AVX2) {
-        j->sums[ith % 256] = wk_avx2_stream_sum(p, per * 8);
+        j->sums[ith % 256] = j->prefetch == 2 ? wk_avx2_stream_sum_multi(p, per * 8, 8)
+                                              : wk_avx2_stream_sum(p, per * 8, j->prefetch);
         return;
     }
 #endif
@@ -47,10 +54,25 @@ static double wk_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+size_t wk_cpu_uncached_bytes(void)
+{
+    long llc = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    size_t least = (size_t)384 << 20;
+    size_t want = llc > 0 ? 4 * (size_t)llc : 0;
+    return want > least ? want : least;
+}
+
 double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
 {
     if (wk_engine_device(e) != WK_DEVICE_CPU) return -1.0;
-    if (!bytes) bytes = (size_t)512 << 20;
+    if (!bytes) {
+        bytes = wk_cpu_uncached_bytes();
+        if (bytes < ((size_t)512 << 20)) bytes = (size_t)512 << 20;
+    }
     wk_bw_job j = {0};
     void *buf = NULL;
     if (posix_memalign(&buf, 64, bytes) != 0) return -1.0;
@@ -60,7 +82,8 @@ double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
     wk_pool *pool = ((wk_cpu_engine *)e)->pool;
     wk_pool_run(pool, wk_bw_worker, &j);
     double best = 0;
-    for (int r = 0; r < reps; r++) {
+    for (int r = 0; r < 3 * reps; r++) {
+        j.prefetch = r % 3;
         double t0 = wk_now();
         wk_pool_run(pool, wk_bw_worker, &j);
         size_t read = j.words / (size_t)wk_pool_threads(pool) / 32 * 32 * 8 * (size_t)wk_pool_threads(pool);

@@ -29,7 +29,8 @@ static const char *const usage =
     "  --csv        also write rows type,m,form,device,threads,ms,gbps to FILE\n"
     "  --x          input dtype: f32 (default) or f16\n"
     "  --no-rotate  time one copy of each weight (by default calls rotate over enough copies\n"
-    "               to make 384 MiB, so that weights come from memory, not the cache)\n";
+    "               to make 384 MiB on the GPU, 4x the last-level cache on the CPU, so that\n"
+    "               weights come from memory, not the cache)\n";
 
 static double now_s(void)
 {
@@ -95,9 +96,9 @@ static double check_error(const float *wf, const float *x, const float *y, int64
 
 /* Time forward calls: 3 warm-ups, 7 batches, best batch's mean per call in ms. Calls
  * rotate over the copies of the weight, so that the weights come from memory, not from
- * a cache that holds one copy. */
-#define WORKING_SET (384u << 20)
-#define MAX_COPIES 24
+ * a cache that holds one copy: 384 MiB on the GPU (L2 of tens of MiB), four times the
+ * last-level cache on the CPU (wk_cpu_uncached_bytes; some hold hundreds of MiB). */
+#define MAX_COPIES 128
 static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void *x, wk_type xt,
                            int64_t m, int64_t k, float *y)
 {
@@ -196,7 +197,9 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
                 for (int j = 0; j < fi; j++) dup |= done[j] && resolved[j] == resolved[fi];
                 if (dup) break;
                 if (b->rotate) {
-                    size_t want = (WORKING_SET + wbytes[fi] - 1) / wbytes[fi];
+                    size_t set = wk_engine_device(b->e) == WK_DEVICE_CPU ? wk_cpu_uncached_bytes()
+                                                                         : (size_t)384 << 20;
+                    size_t want = (set + wbytes[fi] - 1) / wbytes[fi];
                     copies = want > MAX_COPIES ? MAX_COPIES : (int)want;
                 }
             }
