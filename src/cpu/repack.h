@@ -28,6 +28,9 @@
 #ifndef WICK_CPU_REPACK_H
 #define WICK_CPU_REPACK_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "cpu/cpu_engine.h"
 
 #define WK_REPACK_COLS 8
@@ -44,5 +47,28 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_
 
 /* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst. */
 void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k);
+
+/* A tile kernel of R activation rows x S adjacent 8-column groups (gs bytes apart, from w):
+ * y[r * ldy + 8 q + c] for group q. aux and first are what a type's kernel needs (block
+ * sums, lane offsets; first: start from zero, else add to y). */
+typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *x, size_t xs,
+                           const void *aux, bool first, float *y, size_t ldy);
+
+/* The ng groups of a row tile, S side by side: tiles[l] takes S = 2^l groups (NULL: none).
+ * Each group is its own memory stream, and on processors where one stream per core reads
+ * well below the memory's bandwidth (the Xeon test host: 22 against 30 GB/s on 2 cores,
+ * src/cpu/bandwidth.c), reading 8 at once is what reaches it. The largest S that fits the
+ * groups left is taken; each column's operations do not depend on S. */
+static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
+                                  size_t gs, const char *x, size_t xs, const void *aux, bool first,
+                                  float *y, size_t ldy)
+{
+    for (int64_t g = 0; g < ng;) {
+        int l = 3;
+        while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;
+        tiles[l](nb, w + g * gs, gs, x, xs, aux, first, y + 8 * g, ldy);
+        g += 1 << l;
+    }
+}
 
 #endif
