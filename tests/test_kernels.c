@@ -3,6 +3,7 @@
  * multiple of the row tile, columns not a multiple of the column group, k of a single
  * block. Runs the AVX2 kernels, and the AVX-512 ones where the processor has them. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -323,6 +324,47 @@ static void test_repacked_long_k(wk_isa isa)
     }
 }
 
+/* Few rows read up to 8 column groups side by side (wk_tile_groups: 8, then 4, 2 and 1
+ * for the rest). 1 to 23 groups leave every remainder after one or two runs of 8; the
+ * result of one call must equal, bit for bit, the groups one call each (one group: the
+ * single-group tile), and the scalar kernel within its tolerance. The K types' k of 33
+ * super-blocks crosses the Q6_K span of lane offsets (a later span adds to y). */
+static void test_repacked_groups(wk_isa isa)
+{
+    enum { NR = 4, NG = 23, NC = 8 * NG };
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        if (!packed) continue;
+        int64_t k = tr->block_size == 32 ? 5 * 32 : 33 * 256;
+        repacked_case cs;
+        repacked_case_make(&cs, t, k, NR, NC);
+        const size_t ws = cs.ws, xs = cs.xs;
+        float *yr = malloc(sizeof(float) * NR * NC), *ys = malloc(sizeof(float) * NR * NC);
+        float *y1 = malloc(sizeof(float) * NR * NC);
+        wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
+        for (int nr = 1; nr <= NR; nr++) {
+            for (int g = 0; g < NG; g++) packed(k, nr, 8, cs.wp + 8 * g * ws, ws, cs.xq, xs, y1 + 8 * g, NC);
+            for (int ng = 1; ng <= NG; ng++) {
+                memset(ys, 0, sizeof(float) * NR * NC);
+                packed(k, nr, 8 * ng, cs.wp, ws, cs.xq, xs, ys, NC);
+                bool same = true;
+                for (int r = 0; r < nr; r++) same = same && memcmp(ys + r * NC, y1 + r * NC, sizeof(float) * 8 * ng) == 0;
+                CHECK_MSG(same, "repacked %s (%s) k=%lld, %d rows x %d groups differ from one group at a time",
+                          tr->name, wk_isa_name(isa), (long long)k, nr, ng);
+                for (int r = 0; r < nr; r++)
+                    for (int c = 0; c < 8 * ng; c++)
+                        CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
+                                  "repacked %s (%s), %d rows x %d groups at (%d,%d): %.9g vs scalar %.9g",
+                                  tr->name, wk_isa_name(isa), nr, ng, r, c, ys[r * NC + c], yr[r * NC + c]);
+            }
+        }
+        free(yr), free(ys), free(y1);
+        repacked_case_free(&cs);
+    }
+}
+
 /* Q5_0 codes at their extremes (0 and 31) against activations at +-127: the many-row
  * kernel sums (code - 16) * x in 16-bit lanes that start from the activations' offset,
  * and the lane sums reach -32512 and +30480 here. Every product is an integer times 1.0,
@@ -404,6 +446,7 @@ int main(void)
         test_repacked(WK_ISA_AVX2);
         test_repacked_many_rows(WK_ISA_AVX2);
         test_repacked_long_k(WK_ISA_AVX2);
+        test_repacked_groups(WK_ISA_AVX2);
         test_q5_0_extremes(WK_ISA_AVX2);
         test_q6_K_extremes(WK_ISA_AVX2);
     }
@@ -414,6 +457,7 @@ int main(void)
         test_repacked(WK_ISA_AVX512);
         test_repacked_many_rows(WK_ISA_AVX512);
         test_repacked_long_k(WK_ISA_AVX512);
+        test_repacked_groups(WK_ISA_AVX512);
         test_q5_0_extremes(WK_ISA_AVX512);
         test_q6_K_extremes(WK_ISA_AVX512);
     }

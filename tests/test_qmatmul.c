@@ -126,13 +126,15 @@ static void test_forms_against_reference(void)
  * a partial chunk and rows after the last repacked group). */
 static void test_threads_bitwise_shape(int64_t n, int64_t k, int64_t m)
 {
-    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0,
-                             WK_TYPE_Q4_K, WK_TYPE_Q6_K, WK_TYPE_F16};
+    const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
+                             WK_TYPE_Q4_K, WK_TYPE_Q6_K, WK_TYPE_Q2_K, WK_TYPE_F16};
     const wk_form forms[] = {WK_FORM_QUANTIZED, WK_FORM_PRECISE, WK_FORM_F16};
     float *wf = malloc(sizeof(float) * n * k), *x = malloc(sizeof(float) * m * k);
     for (int64_t i = 0; i < n * k; i++) wf[i] = rnd();
     for (int64_t i = 0; i < m * k; i++) x[i] = rnd();
-    float *y1 = malloc(sizeof(float) * m * n), *yt = malloc(sizeof(float) * m * n);
+    /* 1 row (at n, then m rows after it: one row reads several column groups side by side,
+     * and the thread count moves the chunks' boundaries between them) */
+    float *y1 = malloc(sizeof(float) * (m + 1) * n), *yt = malloc(sizeof(float) * (m + 1) * n);
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         for (size_t f = 0; f < 3; f++) {
             for (int th = 1; th <= 4; th++) {
@@ -145,13 +147,12 @@ static void test_threads_bitwise_shape(int64_t n, int64_t k, int64_t m)
                 CHECK_OK(wk_qtensor_quantize(types[ti], 2, dims, wf, &w));
                 CHECK_OK(wk_qmatmul_create(e, w, forms[f], &mm));
                 float *out = th == 1 ? y1 : yt;
-                for (int64_t mm_rows = 1; mm_rows <= m; mm_rows += m - 1) {
-                    CHECK_OK(wk_qmatmul_forward(mm, x, WK_TYPE_F32, mm_rows, k, out));
-                    if (th > 1 && mm_rows == m)
-                        CHECK_MSG(memcmp(y1, yt, sizeof(float) * m * n) == 0,
-                                  "%s %s: %d threads differ from 1 thread",
-                                  wk_type_name(types[ti]), wk_form_name(forms[f]), th);
-                }
+                for (int64_t mm_rows = 1; mm_rows <= m; mm_rows += m - 1)
+                    CHECK_OK(wk_qmatmul_forward(mm, x, WK_TYPE_F32, mm_rows, k, out + (mm_rows > 1) * n));
+                if (th > 1)
+                    CHECK_MSG(memcmp(y1, yt, sizeof(float) * (m + 1) * n) == 0,
+                              "%s %s: %d threads differ from 1 thread", wk_type_name(types[ti]),
+                              wk_form_name(forms[f]), th);
                 wk_qmatmul_free(mm);
                 wk_engine_free(e);
             }

@@ -1,7 +1,8 @@
-/* AVX2 kernels of the repacked layouts (see cpu/repack.h) for one or two activation
- * rows (more rows: repack_rows_avx2.c): 8 output columns per register, activation bytes
- * broadcast four at a time, each loaded weight block used for the tile's rows. For 4-bit weights the 16-bit pair sums of up to 16
- * products are added before widening (at most 16 * 15 * 127 = 30480: no overflow). */
+/* AVX2 kernels of the repacked layouts (see cpu/repack.h) for few activation rows (more
+ * rows: repack_rows_avx2.c): 8 output columns per register, activation bytes broadcast four
+ * at a time, each loaded weight block used for the tile's rows; one row reads 8 groups side
+ * by side (tiles_x86.h). For 4-bit weights the 16-bit pair sums of up to 16 products are
+ * added before widening (at most 16 * 15 * 127 = 30480: no overflow). */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -11,128 +12,13 @@
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/q2x8_avx2.h"
 #include "cpu/x86/q6x8_avx2.h"
+#include "cpu/x86/tiles_x86.h"
 #include "quant/blocks.h"
-
-#define WK_INLINE static inline __attribute__((always_inline))
 
 /* Keeps an accumulator in a register at this point: without it GCC turns the unrolled
  * chains of 16-bit sums into trees that need more registers than AVX2 has (measured:
  * the Q5 tiles gain, the others do not change). */
 #define WK_KEEP(v) __asm__("" : "+x"(v))
-
-WK_INLINE __m256i wk_bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-/* Software prefetch of the weight bytes WK_PF_AHEAD bytes ahead of the block being read:
- * with few threads, more lines in flight per core is what brings the reads near the
- * machine's bandwidth. */
-#ifndef WK_PF_AHEAD
-#define WK_PF_AHEAD 2048
-#endif
-WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
-{
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
-}
-
-WK_INLINE __m256 wk_load_f16x8(const void *p)
-{
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-}
-
-/* ---- Q8_0x8 --------------------------------------------------------------------- */
-#define WK_Q8_0X8_TILE(R)                                                                          \
-    static void wk_q8_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   float *y, size_t ldy)                                           \
-    {                                                                                              \
-        const __m256i ones = _mm256_set1_epi16(1);                                                 \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q8_0);                                \
-            wk_prefetch_block(blk, 8 * sizeof(wk_block_q8_0));                                     \
-            __m256i isum[R];                                                                       \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
-            for (int s = 0; s < 8; s++) {                                                          \
-                __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));             \
-                __m256i wa = _mm256_sign_epi8(wq, wq);                                             \
-                for (int r = 0; r < R; r++) {                                                      \
-                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
-                    __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);                  \
-                    isum[r] = _mm256_add_epi32(                                                    \
-                        isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));           \
-                }                                                                                  \
-            }                                                                                      \
-            __m256 wd = wk_load_f16x8(blk);                                                        \
-            for (int r = 0; r < R; r++) {                                                          \
-                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
-                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);                 \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
-    }
-
-WK_Q8_0X8_TILE(1)
-WK_Q8_0X8_TILE(2)
-
-static void wk_tiles_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    int64_t nb = k / 32;
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            float *yg = y + r0 * ldy + 8 * g;
-            if (rr == 1) wk_q8_0x8_tile_1(nb, wg, xr, xs, yg, ldy);
-            else wk_q8_0x8_tile_2(nb, wg, xr, xs, yg, ldy);
-        }
-    }
-}
-
-/* ---- Q4_0x8: unsigned nibbles q; sum((q - 8) * x) = sum(q * x) - 8 * sum(x) ------------ */
-#define WK_Q4_0X8_TILE(R)                                                                          \
-    static void wk_q4_0x8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   const int16_t *sx, float *y, size_t ldy)                        \
-    {                                                                                              \
-        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_0);                                \
-            wk_prefetch_block(blk, 8 * sizeof(wk_block_q4_0));                                     \
-            __m256i p16[R];                                                                        \
-            for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();                           \
-            for (int s = 0; s < 4; s++) {                                                          \
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));              \
-                __m256i lo = _mm256_and_si256(v, m4);                                              \
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
-                for (int r = 0; r < R; r++) {                                                      \
-                    const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;             \
-                    __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));               \
-                    __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));          \
-                    p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                     \
-                }                                                                                  \
-            }                                                                                      \
-            __m256 wd = wk_load_f16x8(blk);                                                        \
-            for (int r = 0; r < R; r++) {                                                          \
-                const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;                 \
-                __m256i i32 = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones),                    \
-                                               _mm256_set1_epi32(8 * sx[r * nb + b]));             \
-                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), sc, acc[r]);                     \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
-    }
-
-WK_Q4_0X8_TILE(1)
-WK_Q4_0X8_TILE(2)
 
 /* Sum of the 32 activation quants of a block. */
 WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
@@ -145,25 +31,79 @@ WK_INLINE int16_t wk_q8_block_sum(const int8_t *qs)
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
     return (int16_t)_mm_cvtsi128_si32(s);
 }
+static int16_t wk_q8_block_sum_fn(const int8_t *qs) { return wk_q8_block_sum(qs); }
+
+/* The block functions below do one block of one group for R rows (R <= 4): blk is the
+ * block, b its index (x: the tile's first row), acc the group's R accumulators. */
+
+/* ---- Q8_0x8 --------------------------------------------------------------------- */
+WK_INLINE void wk_q8_0x8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i isum[4];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; s++) {
+        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
+        __m256i wa = _mm256_sign_epi8(wq, wq);
+        for (int r = 0; r < R; r++) {
+            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+            __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));
+        }
+    }
+    __m256 wd = wk_load_f16x8(blk);
+    for (int r = 0; r < R; r++) {
+        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);
+    }
+}
+WK_TILES_R2(wk_q8_0x8, sizeof(wk_block_q8_0))
+
+static void wk_tiles_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                           const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_tiles(wk_q8_0x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+/* ---- Q4_0x8: unsigned nibbles q; sum((q - 8) * x) = sum(q * x) - 8 * sum(x) ------------
+ * aux: the rows' block sums. */
+WK_INLINE void wk_q4_0x8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    const int16_t *sx = aux;
+    const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);
+    __m256i p16[4];
+    for (int r = 0; r < R; r++) p16[r] = _mm256_setzero_si256();
+    for (int s = 0; s < 4; s++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
+        __m256i lo = _mm256_and_si256(v, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        for (int r = 0; r < R; r++) {
+            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+            __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));
+            __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));
+            p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));
+        }
+    }
+    __m256 wd = wk_load_f16x8(blk);
+    for (int r = 0; r < R; r++) {
+        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+        __m256i i32 = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones), _mm256_set1_epi32(8 * sx[r * nb + b]));
+        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), sc, acc[r]);
+    }
+}
+WK_TILES_R2(wk_q4_0x8, sizeof(wk_block_q4_0))
 
 static void wk_tiles_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    int64_t nb = k / 32;
-    int16_t sx[2 * nb];
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t r = 0; r < rr; r++)
-            for (int64_t b = 0; b < nb; b++)
-                sx[r * nb + b] = wk_q8_block_sum(((const wk_block_q8_0 *)(xr + r * xs) + b)->qs);
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            float *yg = y + r0 * ldy + 8 * g;
-            if (rr == 1) wk_q4_0x8_tile_1(nb, wg, xr, xs, sx, yg, ldy);
-            else wk_q4_0x8_tile_2(nb, wg, xr, xs, sx, yg, ldy);
-        }
-    }
+    int16_t sx[2 * (k / 32)];
+    wk_run_tiles(wk_q4_0x8_tiles, 2, k / 32, sx, wk_q8_block_sum_fn, sizeof(wk_block_q8_0), 2, nr,
+                 nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q4_Kx8 ----------------------------------------------------------------------- */
@@ -175,86 +115,61 @@ WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
     return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
 }
 
-#define WK_Q4_KX8_TILE(R)                                                                          \
-    static void wk_q4_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   float *y, size_t ldy)                                           \
-    {                                                                                              \
-        const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * sizeof(wk_block_q4_K);                                \
-            wk_prefetch_block(blk, 8 * sizeof(wk_block_q4_K));                                     \
-            uint8_t sc[64], mn[64];                                                                \
-            wk_k4x8_decode(blk + 32, sc);                                                          \
-            wk_k4x8_decode(blk + 80, mn);                                                          \
-            __m256i isum[R];                                                                       \
-            for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                          \
-            for (int p = 0; p < 4; p++) {                                                          \
-                __m256i plo[R], phi[R];                                                            \
-                for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();              \
-                for (int s = 0; s < 8; s++) {                                                      \
-                    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s)); \
-                    __m256i lo = _mm256_and_si256(v, m4);                                          \
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                    \
-                    for (int r = 0; r < R; r++) {                                                  \
-                        const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p; \
-                        plo[r] = _mm256_add_epi16(                                                 \
-                            plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));              \
-                        phi[r] = _mm256_add_epi16(                                                 \
-                            phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));         \
-                    }                                                                              \
-                }                                                                                  \
-                __m256i slo = wk_dup_cols(sc + 8 * (2 * p)), shi = wk_dup_cols(sc + 8 * (2 * p + 1)); \
-                for (int r = 0; r < R; r++)                                                        \
-                    isum[r] = _mm256_add_epi32(                                                    \
-                        isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),                  \
-                                                  _mm256_madd_epi16(phi[r], shi)));                \
-            }                                                                                      \
-            __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);                       \
-            __m256i mnp[4];                                                                        \
-            for (int q = 0; q < 4; q++)                                                            \
-                mnp[q] = _mm256_cvtepu8_epi16(                                                     \
-                    _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),             \
-                                      _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));       \
-            for (int r = 0; r < R; r++) {                                                          \
-                const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;                 \
-                __m256i msum = _mm256_setzero_si256();                                             \
-                for (int q = 0; q < 4; q++) {                                                      \
-                    int bs0 = xb->bsums[4 * q] + xb->bsums[4 * q + 1];                             \
-                    int bs1 = xb->bsums[4 * q + 2] + xb->bsums[4 * q + 3];                         \
-                    __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) |               \
-                                                         ((uint32_t)bs1 << 16)));                  \
-                    msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));                  \
-                }                                                                                  \
-                __m256 dx = _mm256_set1_ps(xb->d);                                                 \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx),       \
-                                         acc[r]);                                                  \
-                acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx),      \
-                                          acc[r]);                                                 \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
+WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    uint8_t sc[64], mn[64];
+    wk_k4x8_decode(blk + 32, sc);
+    wk_k4x8_decode(blk + 80, mn);
+    __m256i isum[4];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; p++) {
+        __m256i plo[4], phi[4];
+        for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();
+        for (int s = 0; s < 8; s++) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
+            __m256i lo = _mm256_and_si256(v, m4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p;
+                plo[r] = _mm256_add_epi16(plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));
+                phi[r] = _mm256_add_epi16(phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));
+            }
+        }
+        __m256i slo = wk_dup_cols(sc + 8 * (2 * p)), shi = wk_dup_cols(sc + 8 * (2 * p + 1));
+        for (int r = 0; r < R; r++)
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),
+                                                                 _mm256_madd_epi16(phi[r], shi)));
     }
-
-WK_Q4_KX8_TILE(1)
-WK_Q4_KX8_TILE(2)
+    __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+    __m256i mnp[4];
+    for (int q = 0; q < 4; q++)
+        mnp[q] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),
+                                                        _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));
+    for (int r = 0; r < R; r++) {
+        const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;
+        __m256i msum = _mm256_setzero_si256();
+        for (int q = 0; q < 4; q++) {
+            int bs0 = xb->bsums[4 * q] + xb->bsums[4 * q + 1];
+            int bs1 = xb->bsums[4 * q + 2] + xb->bsums[4 * q + 3];
+            __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
+            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));
+        }
+        __m256 dx = _mm256_set1_ps(xb->d);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
+    }
+}
+WK_TILES_R2(wk_q4_Kx8, sizeof(wk_block_q4_K))
 
 /* Two rows share each super-block read (a row at a time read the weights twice: m = 2
  * took 1.5x the time of m = 1). */
 static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t g = 0; g < nc / 8; g++) {
-            const uint8_t *wg = (const uint8_t *)w + g * 8 * ws;
-            float *yg = y + r0 * ldy + 8 * g;
-            if (nr - r0 >= 2) wk_q4_Kx8_tile_2(nb, wg, xr, xs, yg, ldy);
-            else wk_q4_Kx8_tile_1(nb, wg, xr, xs, yg, ldy);
-        }
-    }
+    wk_run_tiles(wk_q4_Kx8_tiles, 2, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
@@ -266,172 +181,125 @@ WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
-#define WK_LEG_TILE(NAME, R, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                              \
-    static void NAME##_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,                 \
-                           const int16_t *sx, float *y, size_t ldy)                                \
-    {                                                                                              \
-        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
-        __m256 acc[R];                                                                             \
-        for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();                                  \
-        for (int64_t b = 0; b < nb; b++) {                                                         \
-            const uint8_t *blk = w + b * 8 * (BB);                                                 \
-            wk_prefetch_block(blk, 8 * (BB));                                                      \
-            __m256i p16[R], i32[R];                                                                \
-            for (int r = 0; r < R; r++) p16[r] = i32[r] = _mm256_setzero_si256();                  \
-            for (int s = 0; s < 4; s++) {                                                          \
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));          \
-                __m256i lo = _mm256_and_si256(v, m4);                                              \
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                        \
-                if (Q5) {                                                                          \
-                    __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));              \
-                    lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                            \
-                    hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                        \
-                }                                                                                  \
-                for (int r = 0; r < R; r++) {                                                      \
-                    const XB *xb = (const XB *)(x + r * xs) + b;                                   \
-                    __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));               \
-                    __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));          \
-                    p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                     \
-                    WK_KEEP(p16[r]);                                                               \
-                    if (!Q5 ? s == 3 : (s & 1)) {                                                  \
-                        i32[r] = _mm256_add_epi32(i32[r], _mm256_madd_epi16(p16[r], ones));        \
-                        p16[r] = _mm256_setzero_si256();                                           \
-                    }                                                                              \
-                }                                                                                  \
-            }                                                                                      \
-            __m256 wd = wk_load_f16x8(blk);                                                        \
-            for (int r = 0; r < R; r++) {                                                          \
-                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
-                __m256i v = i32[r];                                                                \
-                if (OFFSET) v = _mm256_sub_epi32(v, _mm256_set1_epi32((OFFSET) * sx[r * nb + b])); \
-                __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                   \
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, acc[r]);                       \
-                if (HAS_MIN)                                                                       \
-                    acc[r] = _mm256_fmadd_ps(wk_load_f16x8(blk + 16),                              \
-                                             _mm256_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);     \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);                         \
-    }
-
 /* The s field of a Q8_1 activation block (a Q8_0 block has none and is never asked). */
 #define wk_act_s(xb) _Generic((xb), const wk_block_q8_1 *: wk_q8_1_s, default: wk_q8_0_s)(xb)
 WK_INLINE uint16_t wk_q8_1_s(const wk_block_q8_1 *b) { return b->s; }
 WK_INLINE uint16_t wk_q8_0_s(const void *b) { (void)b; return 0; }
 
-typedef void (*wk_leg_tile_fn)(int64_t nb, const uint8_t *w, const char *x, size_t xs,
-                               const int16_t *sx, float *y, size_t ldy);
-
+/* aux: the rows' block sums, for an OFFSET. */
 #define WK_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
-    WK_LEG_TILE(NAME, 1, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
-    WK_LEG_TILE(NAME, 2, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                  \
-    static wk_leg_tile_fn const NAME[2] = {NAME##_1, NAME##_2};
+    WK_INLINE void NAME##_block(const int R, const uint8_t *blk, const char *x, size_t xs,         \
+                                int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
+    {                                                                                              \
+        const int16_t *sx = aux;                                                                   \
+        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
+        __m256i p16[4], i32[4];                                                                    \
+        for (int r = 0; r < R; r++) p16[r] = i32[r] = _mm256_setzero_si256();                      \
+        for (int s = 0; s < 4; s++) {                                                              \
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));              \
+            __m256i lo = _mm256_and_si256(v, m4);                                                  \
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
+            if (Q5) {                                                                              \
+                __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));                  \
+                lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                                \
+                hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                            \
+            }                                                                                      \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));                   \
+                __m256i c = _mm256_maddubs_epi16(hi, wk_bcast4(xb->qs + 16 + 4 * s));              \
+                p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));                         \
+                WK_KEEP(p16[r]);                                                                   \
+                if (!Q5 ? s == 3 : (s & 1)) {                                                      \
+                    i32[r] = _mm256_add_epi32(i32[r], _mm256_madd_epi16(p16[r], ones));            \
+                    p16[r] = _mm256_setzero_si256();                                               \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        __m256 wd = wk_load_f16x8(blk);                                                            \
+        for (int r = 0; r < R; r++) {                                                              \
+            const XB *xb = (const XB *)(x + r * xs) + b;                                           \
+            __m256i v = i32[r];                                                                    \
+            if (OFFSET) v = _mm256_sub_epi32(v, _mm256_set1_epi32((OFFSET) * sx[r * nb + b]));     \
+            __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                       \
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, acc[r]);                           \
+            if (HAS_MIN)                                                                           \
+                acc[r] = _mm256_fmadd_ps(wk_load_f16x8(blk + 16),                                  \
+                                         _mm256_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
+        }                                                                                          \
+    }                                                                                              \
+    WK_TILES_R2(NAME, BB)
 
 WK_LEG_TILES(wk_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
 WK_LEG_TILES(wk_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
 WK_LEG_TILES(wk_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
-/* Row tiles of 2 (the block sums of x computed once per tile when an offset needs them),
- * then the groups of 8 columns. */
-static void wk_packed_legacy(wk_leg_tile_fn const tiles[2], bool sums, size_t xb_bytes, size_t qs_off,
-                             int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                             const void *x, size_t xs, float *y, size_t ldy)
-{
-    int64_t nb = k / 32;
-    int16_t sx[2 * nb];
-    for (int64_t r0 = 0; r0 < nr; r0 += 2) {
-        int64_t rr = nr - r0 < 2 ? nr - r0 : 2;
-        const char *xr = (const char *)x + r0 * xs;
-        if (sums)
-            for (int64_t r = 0; r < rr; r++)
-                for (int64_t b = 0; b < nb; b++)
-                    sx[r * nb + b] = wk_q8_block_sum((const int8_t *)(xr + r * xs + b * xb_bytes + qs_off));
-        for (int64_t g = 0; g < nc / 8; g++)
-            tiles[rr - 1](nb, (const uint8_t *)w + g * 8 * ws, xr, xs, sx, y + r0 * ldy + 8 * g, ldy);
-    }
-}
-
 static void wk_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_packed_legacy(wk_q4_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_tiles(wk_q4_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 static void wk_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_packed_legacy(wk_q5_0x8, true, sizeof(wk_block_q8_0), 2, k, nr, nc, w, ws, x, xs, y, ldy);
+    int16_t sx[2 * (k / 32)];
+    wk_run_tiles(wk_q5_0x8_tiles, 2, k / 32, sx, wk_q8_block_sum_fn, sizeof(wk_block_q8_0), 2, nr,
+                 nc, w, ws, x, xs, y, ldy);
 }
 
 static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_packed_legacy(wk_q5_1x8, false, sizeof(wk_block_q8_1), 4, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_tiles(wk_q5_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q6_Kx8: 6-bit codes (value + 32), int8 scale per 16 elements --------------------
  * A tile of R rows (1 to 4) x 8 columns reads each super-block once for its rows and
  * decodes a 16-element group (4 steps) in 11 operations (wk_q6x8_group). Per row and
  * step: one broadcast, one maddubs, one 16-bit add; the lanes start at the row's lane
- * offsets (wk_q6x8_lane_offs, made once per call for all column groups), so the +32 of
- * the codes needs no correction and one madd per group with its scales widens the sums.
+ * offsets (aux: wk_q6x8_lane_offs, made once per call for all column groups), so the +32
+ * of the codes needs no correction and one madd per group with its scales widens the sums.
  * The integer sums are those of the many-row kernel (repack_rows_avx2.c), and so are the
  * float operations: one fused multiply-add per super-block. */
 #define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once (16 KiB for 4 rows) */
 
-WK_INLINE void wk_q6_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
-                              const int32_t *lo, bool first, float *y, size_t ldy)
+WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
 {
-    __m256 acc[4];
-    for (int r = 0; r < R; r++) acc[r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy);
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = w + b * 8 * sizeof(wk_block_q6_K);
-        wk_prefetch_block(blk, 8 * sizeof(wk_block_q6_K));
-        const wk_block_q8_K *xb[4];
-        __m256i isum[4];
+    (void)nb;
+    const int32_t *lo = aux;
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        isum[r] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < 16; g++) {
+        __m256i q[4];
+        wk_q6x8_group(blk + 144 + 96 * g, q);
+        const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
         for (int r = 0; r < R; r++) {
-            xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-            isum[r] = _mm256_setzero_si256();
-        }
-        for (int g = 0; g < 16; g++) {
-            __m256i q[4];
-            wk_q6x8_group(blk + 144 + 96 * g, q);
-            const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
-            for (int r = 0; r < R; r++) {
-                const int8_t *xq = xb[r]->qs + 16 * g;
-                __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[r * WK_Q6_SPAN * 16 + 16 * b + g]),
-                                             _mm256_maddubs_epi16(q[0], wk_bcast4(xq)));
+            const int8_t *xq = xb[r]->qs + 16 * g;
+            __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[r * WK_Q6_SPAN * 16 + 16 * b + g]),
+                                         _mm256_maddubs_epi16(q[0], wk_bcast4(xq)));
+            WK_KEEP(p);
+            for (int t = 1; t < 4; t++) {
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
                 WK_KEEP(p);
-                for (int t = 1; t < 4; t++) {
-                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
-                    WK_KEEP(p);
-                }
-                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, sc));
             }
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, sc));
         }
-        __m256 wd = wk_load_f16x8(blk);
-        for (int r = 0; r < R; r++)
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
     }
-    for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
+    __m256 wd = wk_load_f16x8(blk);
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
 }
-
-#define WK_Q6_KX8_TILE(R)                                                                          \
-    static void wk_q6_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   const int32_t *lo, bool first, float *y, size_t ldy)            \
-    {                                                                                              \
-        wk_q6_Kx8_tile(R, nb, w, x, xs, lo, first, y, ldy);                                        \
-    }
-WK_Q6_KX8_TILE(1)
-WK_Q6_KX8_TILE(2)
-WK_Q6_KX8_TILE(3)
-WK_Q6_KX8_TILE(4)
+WK_TILES_R4(wk_q6_Kx8, sizeof(wk_block_q6_K))
 
 static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    typedef void (*tile_fn)(int64_t, const uint8_t *, const char *, size_t, const int32_t *, bool, float *, size_t);
-    static const tile_fn tiles[5] = {NULL, wk_q6_Kx8_tile_1, wk_q6_Kx8_tile_2, wk_q6_Kx8_tile_3, wk_q6_Kx8_tile_4};
     int64_t nb = k / 256;
     int32_t lo[4 * WK_Q6_SPAN * 16];
     for (int64_t r0 = 0; r0 < nr; r0 += 4) {
@@ -443,9 +311,9 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
                 for (int64_t b = 0; b < sb; b++)
                     wk_q6x8_lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
                                       lo + r * WK_Q6_SPAN * 16 + 16 * b);
-            for (int64_t g = 0; g < nc / 8; g++)
-                tiles[R](sb, (const uint8_t *)w + g * 8 * ws + b0 * 8 * sizeof(wk_block_q6_K),
-                         xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy + 8 * g, ldy);
+            wk_tile_groups(wk_q6_Kx8_tiles[R - 1], nc / 8, sb,
+                           (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q6_K), 8 * ws,
+                           xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
     }
 }
@@ -456,9 +324,10 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
  * one broadcast, one maddubs, one 16-bit add, and one madd per group with its scales. The
  * mins meet the activation's block sums once per super-block (their pairs expanded once
  * for the tile's rows). Integer sums and float steps are those of the many-row kernel. */
-WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const char *x, size_t xs,
-                              float *y, size_t ldy)
+WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
 {
+    (void)nb, (void)aux;
     const __m256i m15 = _mm256_set1_epi16(15);
     /* column c's byte as int16, twice (lane 0: columns 0-3, lane 1: 4-7) */
     const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
@@ -466,79 +335,54 @@ WK_INLINE void wk_q2_Kx8_tile(const int R, int64_t nb, const uint8_t *w, const c
     /* column c's bytes of two consecutive groups as an int16 pair */
     const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
-    __m256 acc[4];
-    for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = w + b * 8 * sizeof(wk_block_q2_K);
-        wk_prefetch_block(blk, 8 * sizeof(wk_block_q2_K));
-        const uint8_t *scb = blk + 32;
-        const wk_block_q8_K *xb[4];
-        __m256i isum[4];
+    const uint8_t *scb = blk + 32;
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        isum[r] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < 16; g++) {
+        __m256i q[4];
+        wk_q2x8_group(blk + 160 + 32 * g, q);
+        int64_t sv;
+        memcpy(&sv, scb + 8 * g, 8);
+        __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
         for (int r = 0; r < R; r++) {
-            xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-            isum[r] = _mm256_setzero_si256();
-        }
-        for (int g = 0; g < 16; g++) {
-            __m256i q[4];
-            wk_q2x8_group(blk + 160 + 32 * g, q);
-            int64_t sv;
-            memcpy(&sv, scb + 8 * g, 8);
-            __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
-            for (int r = 0; r < R; r++) {
-                const int8_t *xq = xb[r]->qs + 16 * g;
-                __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
-                for (int t = 1; t < 4; t++) {
-                    p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
-                    WK_KEEP(p);
-                }
-                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+            const int8_t *xq = xb[r]->qs + 16 * g;
+            __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
+            for (int t = 1; t < 4; t++) {
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
+                WK_KEEP(p);
             }
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
         }
-        __m256i mn[8];
+    }
+    __m256i mn[8];
+    for (int q = 0; q < 8; q++) {
+        mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
+        mn[q] = _mm256_srli_epi16(_mm256_shuffle_epi8(mn[q], pairs), 4);
+    }
+    __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+    for (int r = 0; r < R; r++) {
+        __m256i msum = _mm256_setzero_si256();
         for (int q = 0; q < 8; q++) {
-            mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
-            mn[q] = _mm256_srli_epi16(_mm256_shuffle_epi8(mn[q], pairs), 4);
+            int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+            memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
         }
-        __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
-        for (int r = 0; r < R; r++) {
-            __m256i msum = _mm256_setzero_si256();
-            for (int q = 0; q < 8; q++) {
-                int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
-                memcpy(&bp, &xb[r]->bsums[2 * q], 4);
-                msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
-            }
-            __m256 dx = _mm256_set1_ps(xb[r]->d);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
-            acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
-        }
+        __m256 dx = _mm256_set1_ps(xb[r]->d);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
     }
-    for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy, acc[r]);
 }
-
-#define WK_Q2_KX8_TILE(R)                                                                          \
-    static void wk_q2_Kx8_tile_##R(int64_t nb, const uint8_t *w, const char *x, size_t xs,         \
-                                   float *y, size_t ldy)                                           \
-    {                                                                                              \
-        wk_q2_Kx8_tile(R, nb, w, x, xs, y, ldy);                                                   \
-    }
-WK_Q2_KX8_TILE(1)
-WK_Q2_KX8_TILE(2)
-WK_Q2_KX8_TILE(3)
-WK_Q2_KX8_TILE(4)
+WK_TILES_R4(wk_q2_Kx8, sizeof(wk_block_q2_K))
 
 static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    typedef void (*tile_fn)(int64_t, const uint8_t *, const char *, size_t, float *, size_t);
-    static const tile_fn tiles[5] = {NULL, wk_q2_Kx8_tile_1, wk_q2_Kx8_tile_2, wk_q2_Kx8_tile_3, wk_q2_Kx8_tile_4};
-    int64_t nb = k / 256;
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
-        for (int64_t g = 0; g < nc / 8; g++)
-            tiles[R](nb, (const uint8_t *)w + g * 8 * ws, (const char *)x + r0 * xs, xs, y + r0 * ldy + 8 * g, ldy);
-    }
+    wk_run_tiles(wk_q2_Kx8_tiles, 4, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
 }
-
 
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
 wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
