@@ -53,12 +53,7 @@ WK_INLINE void wk_q8_0x8_block(const int R, const uint8_t *blk, const char *x, s
             isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));
         }
     }
-    __m256 wd = wk_load_f16x8(blk);
-    for (int r = 0; r < R; r++) {
-        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);
-    }
+    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
 }
 WK_TILES_R2(wk_q8_0x8, sizeof(wk_block_q8_0))
 
@@ -88,13 +83,9 @@ WK_INLINE void wk_q4_0x8_block(const int R, const uint8_t *blk, const char *x, s
             p16[r] = _mm256_add_epi16(p16[r], _mm256_add_epi16(a, c));
         }
     }
-    __m256 wd = wk_load_f16x8(blk);
-    for (int r = 0; r < R; r++) {
-        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-        __m256i i32 = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones), _mm256_set1_epi32(8 * sx[r * nb + b]));
-        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), sc, acc[r]);
-    }
+    for (int r = 0; r < R; r++)
+        p16[r] = _mm256_sub_epi32(_mm256_madd_epi16(p16[r], ones), _mm256_set1_epi32(8 * sx[r * nb + b]));
+    wk_acc_q8_0(R, blk, x, xs, b, p16, acc);
 }
 WK_TILES_R2(wk_q4_0x8, sizeof(wk_block_q4_0))
 

@@ -30,12 +30,7 @@ WK_INLINE void wk_vnni_q8_0x8_block(const int R, const uint8_t *blk, const char 
         }
     }
     for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);
-    __m256 wd = wk_load_f16x8(blk);
-    for (int r = 0; r < R; r++) {
-        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);
-    }
+    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
 }
 WK_TILES_R4(wk_vnni_q8_0x8, sizeof(wk_block_q8_0))
 
@@ -61,12 +56,7 @@ WK_INLINE void wk_vnni_q4_0x8_block(const int R, const uint8_t *blk, const char 
         }
     }
     for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);
-    __m256 wd = wk_load_f16x8(blk);
-    for (int r = 0; r < R; r++) {
-        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);
-    }
+    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
 }
 WK_TILES_R4(wk_vnni_q4_0x8, sizeof(wk_block_q4_0))
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cpu/repack.h"
+#include "quant/blocks.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
 
@@ -33,6 +34,18 @@ WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
 WK_INLINE __m256 wk_load_f16x8(const void *p)
 {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+/* acc[r] += isum[r] x (the group's 8 f16 scales at blk) x (row r's Q8_0 block b scale). */
+WK_INLINE void wk_acc_q8_0(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                           const __m256i *isum, __m256 *acc)
+{
+    __m256 wd = wk_load_f16x8(blk);
+    for (int r = 0; r < R; r++) {
+        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+        __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), sc, acc[r]);
+    }
 }
 
 /* NAME##_tile_R_S (a wk_tile_fn): the block loop outside, the S groups inside, each group
