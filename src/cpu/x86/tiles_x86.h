@@ -74,18 +74,19 @@ WK_INLINE void wk_acc_q8_0(const int R, const uint8_t *blk, const char *x, size_
 /* One row: 1, 2, 4 or 8 groups side by side; 2 rows: 1 or 2; 3 and 4 rows: 1 (two groups
  * were slower for the AVX-512 Q4_0 4-row tile and no faster for the others). NAME##_tiles
  * is the table for wk_tile_groups, [rows - 1][log2 S]. */
-#define WK_TILES_1(NAME, BB)                                                                       \
+#define WK_TILES_12(NAME, BB)                                                                      \
     WK_TILE(NAME, BB, 1, 1) WK_TILE(NAME, BB, 1, 2) WK_TILE(NAME, BB, 1, 4) WK_TILE(NAME, BB, 1, 8) \
     WK_TILE(NAME, BB, 2, 1) WK_TILE(NAME, BB, 2, 2)
-#define WK_TABLE_1(NAME)                                                                           \
+#define WK_TABLE_12(NAME)                                                                          \
     {NAME##_tile_1_1, NAME##_tile_1_2, NAME##_tile_1_4, NAME##_tile_1_8},                          \
     {NAME##_tile_2_1, NAME##_tile_2_2}
 #define WK_TILES_R2(NAME, BB)                                                                      \
-    WK_TILES_1(NAME, BB)                                                                           \
-    static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_1(NAME)};
+    WK_TILES_12(NAME, BB)                                                                          \
+    static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_12(NAME)};
 #define WK_TILES_R4(NAME, BB)                                                                      \
-    WK_TILES_1(NAME, BB) WK_TILE(NAME, BB, 3, 1) WK_TILE(NAME, BB, 4, 1)                           \
-    static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_1(NAME), {NAME##_tile_3_1}, {NAME##_tile_4_1}};
+    WK_TILES_12(NAME, BB) WK_TILE(NAME, BB, 3, 1) WK_TILE(NAME, BB, 4, 1)                          \
+    static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_12(NAME), {NAME##_tile_3_1},            \
+                                                  {NAME##_tile_4_1}};
 
 /* Row tiles of up to rt rows, each over the nc / 8 groups. sx, when given, receives the
  * tile's rows' block sums (nb per row; a block's 32 quants at qs_off in xb_bytes), made by
