@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Medians and ratios of scripts/bench-cpu.sh's rounds: per type and m, the ms of each form,
+quantized over the f32 form, quantized per weight byte over Q8_0's, f16 input over f32
+input, and at m = 1 the quantized form's GB/s and share of the read bandwidth measured in
+the same invocation."""
+import csv
+import glob
+import os
+import re
+import statistics
+import sys
+
+out = sys.argv[1]
+ms = {}      # (type, m, form, x) -> [ms per round]
+bytes_ = {}  # type -> weight bytes of the quantized form
+share = {}   # type -> [m=1 quantized GB/s over the invocation's probe]
+for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
+    x = "f16" if path.endswith("-xf16.csv") else "f32"
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (row["type"], int(row["m"]), row["form"], x)
+            ms.setdefault(key, []).append(float(row["ms"]))
+            # F16 weights run one dense kernel for the quantized and precise requests (the
+            # table names it precise): it stands in for the quantized form.
+            if row["form"] == "precise" and row["type"] == "f16":
+                ms.setdefault((row["type"], int(row["m"]), "quantized", x), []).append(float(row["ms"]))
+            if row["form"] in ("quantized", "precise") and x == "f32" and row["m"] == "1":
+                if row["form"] == "quantized" or row["type"] == "f16":
+                    bytes_[row["type"]] = float(row["gbps"]) * float(row["ms"]) * 1e6
+# The probe of each invocation, in order, and the m = 1 line that follows it.
+for path in sorted(glob.glob(os.path.join(out, "r*.txt"))):
+    bw = None
+    for line in open(path):
+        m = re.search(r"x f32, .*read bandwidth ([0-9.]+) GB/s", line)
+        if m:
+            bw = float(m.group(1))
+        m = re.match(r"(\S+)\s+m=1\s+(?:quantized|precise) ([0-9.]+) ms", line)
+        if m and bw:
+            t = m.group(1).lower()
+            if t in bytes_:
+                share.setdefault(t, []).append(bytes_[t] / (float(m.group(2)) * 1e6) / bw)
+            bw = None
+
+med = lambda v: statistics.median(v) if v else float("nan")
+order = ["q8_0", "q4_k", "q4_0", "q5_0", "q6_k", "q4_1", "q2_k", "f16"]
+found = {k[0] for k in ms}
+types = [t for t in order if t in found] + sorted(found - set(order))
+forms = ["quantized", "f32", "f16", "precise"]
+rounds = max(len(v) for v in ms.values())
+print(f"# medians of {rounds} rounds, ms per call (F16 weights: the dense kernel in the quantized column)")
+print("type     m   quantized       f32       f16   precise   q/f32  q/Q8_0 per byte  xf16/xf32 (q, precise)")
+for t in types:
+    for m in sorted({k[1] for k in ms if k[0] == t}):
+        v = {f: med(ms.get((t, m, f, "f32"), [])) for f in forms}
+        q8 = med(ms.get(("q8_0", m, "quantized", "f32"), []))
+        pb = (v["quantized"] / bytes_[t]) / (q8 / bytes_["q8_0"]) if t in bytes_ and "q8_0" in bytes_ else float("nan")
+        xq = med(ms.get((t, m, "quantized", "f16"), [])) / v["quantized"]
+        xp = med(ms.get((t, m, "precise", "f16"), [])) / v["precise"]
+        print(f"{t:6} {m:3} {v['quantized']:11.3f} {v['f32']:9.3f} {v['f16']:9.3f} {v['precise']:9.3f}"
+              f" {v['quantized'] / v['f32']:7.2f} {pb:8.2f}        {xq:5.2f} {xp:5.2f}")
+print("m=1 quantized: GB/s (median) and share of the same invocation's read bandwidth (median, range)")
+for t in types:
+    s = share.get(t, [])
+    if s and t in bytes_:
+        gb = bytes_[t] / (med(ms[(t, 1, "quantized", "f32")]) * 1e6)
+        print(f"{t:6} {gb:6.1f} GB/s  {100 * med(s):4.0f}%  ({100 * min(s):.0f}-{100 * max(s):.0f}%)")
