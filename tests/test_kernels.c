@@ -393,12 +393,14 @@ static void test_q5_0_extremes(wk_isa isa)
     size_t ws = sizeof(wk_block_q5_0) * NB, xs = sizeof(wk_block_q8_0) * NB;
     for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q5_0, w + 8 * g * NB, wp + 8 * g * NB, k);
     float ys[NR * NC], yr[NR * NC];
-    wk_cpu_repacked_gemm(WK_TYPE_Q5_0, isa)(k, NR, NC, wp, ws, x, xs, ys, NC);
     wk_cpu_kernels_scalar(WK_TYPE_Q5_0)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
-    for (int r = 0; r < NR; r++)
-        for (int c = 0; c < NC; c++)
-            CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q5_0 extremes (%s) at (%d,%d): %.9g vs scalar %.9g",
-                      wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
+    for (int nr = 1; nr <= NR; nr++) { /* the tiles (1, 2 rows) and the many-row kernel */
+        wk_cpu_repacked_gemm(WK_TYPE_Q5_0, isa)(k, nr, NC, wp, ws, x, xs, ys, NC);
+        for (int r = 0; r < nr; r++)
+            for (int c = 0; c < NC; c++)
+                CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q5_0 extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g",
+                          wk_isa_name(isa), nr, r, c, ys[r * NC + c], yr[r * NC + c]);
+    }
 }
 
 /* Q6_K codes at their extremes (stored 0 and 63, values -32 and 31) against activations at
@@ -428,12 +430,57 @@ static void test_q6_K_extremes(wk_isa isa)
     }
     for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q6_K, w + 8 * g, wp + 8 * g, k);
     float ys[NR * NC], yr[NR * NC];
-    wk_cpu_repacked_gemm(WK_TYPE_Q6_K, isa)(k, NR, NC, wp, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), ys, NC);
     wk_cpu_kernels_scalar(WK_TYPE_Q6_K)->gemm_q(k, NR, NC, w, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), yr, NC);
-    for (int r = 0; r < NR; r++)
-        for (int c = 0; c < NC; c++)
-            CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q6_K extremes (%s) at (%d,%d): %.9g vs scalar %.9g",
-                      wk_isa_name(isa), r, c, ys[r * NC + c], yr[r * NC + c]);
+    for (int nr = 1; nr <= NR; nr++) { /* the tiles (1-4 rows) and the many-row kernel */
+        wk_cpu_repacked_gemm(WK_TYPE_Q6_K, isa)(k, nr, NC, wp, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), ys, NC);
+        for (int r = 0; r < nr; r++)
+            for (int c = 0; c < NC; c++)
+                CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q6_K extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g",
+                          wk_isa_name(isa), nr, r, c, ys[r * NC + c], yr[r * NC + c]);
+    }
+}
+
+/* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
+ * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
+ * the K types, 33 super-blocks (across the Q6_K span); 1 to 23 groups at 1 to 5 rows
+ * (every tile, every remainder of the groups), and 1, 2, 3 and 23 groups up to 18 rows
+ * (past every type's many-row threshold, 17 at most). */
+static void test_repacked_avx512_vs_avx2(void)
+{
+    enum { NR = 18, NG = 23, NC = 8 * NG };
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        wk_gemm_fn f512 = wk_cpu_repacked_gemm(t, WK_ISA_AVX512), f2 = wk_cpu_repacked_gemm(t, WK_ISA_AVX2);
+        CHECK_MSG(f512 && f2, "%s: no repacked kernel", tr->name);
+        if (!f512 || !f2) continue;
+        const int64_t ks[3] = {tr->block_size, 3 * tr->block_size, tr->block_size == 32 ? 75 * 32 : 33 * 256};
+        for (int ki = 0; ki < 3; ki++) {
+            const int64_t k = ks[ki];
+            repacked_case cs;
+            repacked_case_make(&cs, t, k, NR, NC);
+            float *yr = malloc(sizeof(float) * NR * NC), *ya = malloc(sizeof(float) * NR * NC);
+            float *yb = malloc(sizeof(float) * NR * NC);
+            wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, cs.ws, cs.xq, cs.xs, yr, NC);
+            for (int nr = 1; nr <= NR; nr++)
+                for (int ng = 1; ng <= NG; ng++) {
+                    if (nr > 5 && ng > 3 && ng < NG) continue;
+                    f512(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
+                    f2(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
+                    bool same = true;
+                    for (int r = 0; r < nr; r++) same = same && memcmp(ya + r * NC, yb + r * NC, sizeof(float) * 8 * ng) == 0;
+                    CHECK_MSG(same, "repacked %s k=%lld, %d rows x %d groups: AVX-512 differs from AVX2",
+                              tr->name, (long long)k, nr, ng);
+                    for (int r = 0; r < nr; r++)
+                        for (int c = 0; c < 8 * ng; c++)
+                            CHECK_MSG(fabs((double)ya[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
+                                      "repacked %s (AVX-512) k=%lld, %d rows x %d groups at (%d,%d): %.9g vs scalar %.9g",
+                                      tr->name, (long long)k, nr, ng, r, c, ya[r * NC + c], yr[r * NC + c]);
+                }
+            free(yr), free(ya), free(yb);
+            repacked_case_free(&cs);
+        }
+    }
 }
 
 int main(void)
@@ -460,6 +507,7 @@ int main(void)
         test_repacked_groups(WK_ISA_AVX512);
         test_q5_0_extremes(WK_ISA_AVX512);
         test_q6_K_extremes(WK_ISA_AVX512);
+        test_repacked_avx512_vs_avx2();
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

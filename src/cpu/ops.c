@@ -268,6 +268,16 @@ static wk_status cpu_add(wk_engine *e, float *y, const float *x, int64_t n)
     return WK_OK;
 }
 
+static wk_status cpu_argmax(wk_engine *e, const float *x, int64_t n, int32_t *out)
+{
+    (void)e;
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    *out = (int32_t)best;
+    return WK_OK;
+}
+
 static wk_status cpu_copy(wk_engine *e, float *dst, const float *src, int64_t n)
 {
     (void)e;
@@ -425,6 +435,7 @@ const wk_backend wk_cpu_backend = {
     .silu_mul = cpu_silu_mul,
     .add = cpu_add,
     .copy = cpu_copy,
+    .argmax = cpu_argmax,
     .matmul = cpu_matmul,
     .matmuls = cpu_matmuls,
 };

@@ -134,24 +134,23 @@ WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, s
             isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),
                                                                  _mm256_madd_epi16(phi[r], shi)));
     }
-    __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
     __m256i mnp[4];
     for (int q = 0; q < 4; q++)
         mnp[q] = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),
                                                         _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));
+    const wk_block_q8_K *xb[4];
+    __m256i msum[4];
     for (int r = 0; r < R; r++) {
-        const wk_block_q8_K *xb = (const wk_block_q8_K *)(x + r * xs) + b;
-        __m256i msum = _mm256_setzero_si256();
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm256_setzero_si256();
         for (int q = 0; q < 4; q++) {
-            int bs0 = xb->bsums[4 * q] + xb->bsums[4 * q + 1];
-            int bs1 = xb->bsums[4 * q + 2] + xb->bsums[4 * q + 3];
+            int bs0 = xb[r]->bsums[4 * q] + xb[r]->bsums[4 * q + 1];
+            int bs1 = xb[r]->bsums[4 * q + 2] + xb[r]->bsums[4 * q + 3];
             __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
-            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mnp[q], bp));
+            msum[r] = _mm256_add_epi32(msum[r], _mm256_madd_epi16(mnp[q], bp));
         }
-        __m256 dx = _mm256_set1_ps(xb->d);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
-        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
     }
+    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
 }
 WK_TILES_R2(wk_q4_Kx8, sizeof(wk_block_q4_K))
 
@@ -165,17 +164,6 @@ static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 
 /* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
  * Q5 codes (up to 31) are widened every two loads (8 products per 16-bit lane). */
-/* Bit `bit` of every byte of a fifth-bit plane, moved to bit 4 (0x10 or 0). */
-WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
-{
-    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
-
-/* The s field of a Q8_1 activation block (a Q8_0 block has none and is never asked). */
-#define wk_act_s(xb) _Generic((xb), const wk_block_q8_1 *: wk_q8_1_s, default: wk_q8_0_s)(xb)
-WK_INLINE uint16_t wk_q8_1_s(const wk_block_q8_1 *b) { return b->s; }
-WK_INLINE uint16_t wk_q8_0_s(const void *b) { (void)b; return 0; }
 
 /* aux: the rows' block sums, for an OFFSET. */
 #define WK_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
@@ -207,17 +195,10 @@ WK_INLINE uint16_t wk_q8_0_s(const void *b) { (void)b; return 0; }
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
-        __m256 wd = wk_load_f16x8(blk);                                                            \
-        for (int r = 0; r < R; r++) {                                                              \
-            const XB *xb = (const XB *)(x + r * xs) + b;                                           \
-            __m256i v = i32[r];                                                                    \
-            if (OFFSET) v = _mm256_sub_epi32(v, _mm256_set1_epi32((OFFSET) * sx[r * nb + b]));     \
-            __m256 sc = _mm256_mul_ps(wd, _mm256_set1_ps(_cvtsh_ss(xb->d)));                       \
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), sc, acc[r]);                           \
-            if (HAS_MIN)                                                                           \
-                acc[r] = _mm256_fmadd_ps(wk_load_f16x8(blk + 16),                                  \
-                                         _mm256_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
-        }                                                                                          \
+        if (OFFSET)                                                                                \
+            for (int r = 0; r < R; r++)                                                            \
+                i32[r] = _mm256_sub_epi32(i32[r], _mm256_set1_epi32((OFFSET) * sx[r * nb + b]));   \
+        WK_ACC_LEG(R, XB, HAS_MIN, blk, x, xs, b, i32, acc);                                       \
     }                                                                                              \
     WK_TILES_R2(NAME, BB)
 
@@ -253,7 +234,6 @@ static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size
  * of the codes needs no correction and one madd per group with its scales widens the sums.
  * The integer sums are those of the many-row kernel (repack_rows_avx2.c), and so are the
  * float operations: one fused multiply-add per super-block. */
-#define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once (16 KiB for 4 rows) */
 
 WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
@@ -272,7 +252,7 @@ WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, s
         const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
         for (int r = 0; r < R; r++) {
             const int8_t *xq = xb[r]->qs + 16 * g;
-            __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[r * WK_Q6_SPAN * 16 + 16 * b + g]),
+            __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[(r * WK_Q6_SPAN + b) * 16 + g]),
                                          _mm256_maddubs_epi16(q[0], wk_bcast4(xq)));
             WK_KEEP(p);
             for (int t = 1; t < 4; t++) {
@@ -282,31 +262,15 @@ WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, s
             isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, sc));
         }
     }
-    __m256 wd = wk_load_f16x8(blk);
-    for (int r = 0; r < R; r++)
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
+    wk_acc_q6_K(R, blk, xb, isum, acc);
 }
 WK_TILES_R4(wk_q6_Kx8, sizeof(wk_block_q6_K))
 
+static void wk_q6_lane_offs(const int8_t *qs, int32_t *out) { wk_q6x8_lane_offs(qs, out); }
 static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    int64_t nb = k / 256;
-    int32_t lo[4 * WK_Q6_SPAN * 16];
-    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
-        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t b0 = 0; b0 < nb; b0 += WK_Q6_SPAN) {
-            int64_t sb = nb - b0 < WK_Q6_SPAN ? nb - b0 : WK_Q6_SPAN;
-            for (int r = 0; r < R; r++)
-                for (int64_t b = 0; b < sb; b++)
-                    wk_q6x8_lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
-                                      lo + r * WK_Q6_SPAN * 16 + 16 * b);
-            wk_tile_groups(wk_q6_Kx8_tiles[R - 1], nc / 8, sb,
-                           (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q6_K), 8 * ws,
-                           xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
-        }
-    }
+    wk_run_q6_tiles(wk_q6_Kx8_tiles, wk_q6_lane_offs, 16, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------
@@ -354,18 +318,16 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
         mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
         mn[q] = _mm256_srli_epi16(_mm256_shuffle_epi8(mn[q], pairs), 4);
     }
-    __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+    __m256i msum[4];
     for (int r = 0; r < R; r++) {
-        __m256i msum = _mm256_setzero_si256();
+        msum[r] = _mm256_setzero_si256();
         for (int q = 0; q < 8; q++) {
             int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
             memcpy(&bp, &xb[r]->bsums[2 * q], 4);
-            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
+            msum[r] = _mm256_add_epi32(msum[r], _mm256_madd_epi16(mn[q], _mm256_set1_epi32(bp)));
         }
-        __m256 dx = _mm256_set1_ps(xb[r]->d);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
-        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(wdmin, dx), acc[r]);
     }
+    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
 }
 WK_TILES_R4(wk_q2_Kx8, sizeof(wk_block_q2_K))
 
@@ -376,55 +338,14 @@ static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 }
 
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
-wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
-
-/* From this many rows the weights are decoded once per 64-row block instead of once per
- * tile (both paths give the same bits), measured single-thread with interleaved trials:
- * 3 rows for Q4_K (its 1-row tile at 2 rows was 7-12% faster; its 2-row tile reads the
- * weights once for both) and for Q4_0, Q4_1, Q5_0, Q5_1;
- * 7 for Q8_0 (its tiles, whose decoding is one abs, were 6-32% faster at 3-6 rows);
- * 5 for Q6_K (its tiles take up to 4 rows and decode a group of 4 steps in 11
- * operations); 17 for Q2_K (a load, 3 shifts and 4 masks per group: its 4-row tiles,
- * repeated, were 5-15% faster than the many-row kernel up to 16 rows). */
-#define WK_PACKED_FN(T, TYPE, MIN_ROWS)                                                            \
-    static void wk_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,         \
-                              const void *x, size_t xs, float *y, size_t ldy)                      \
-    {                                                                                              \
-        if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
-        else wk_tiles_##T(k, nr, nc, w, ws, x, xs, y, ldy);                                        \
-    }
-#ifndef WK_Q8_0_MIN_ROWS
-#define WK_Q8_0_MIN_ROWS 7
-#endif
-WK_PACKED_FN(q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS)
-#ifndef WK_Q4_0_MIN_ROWS
-#define WK_Q4_0_MIN_ROWS 3
-#endif
-WK_PACKED_FN(q4_0, WK_TYPE_Q4_0, WK_Q4_0_MIN_ROWS)
-#ifndef WK_Q4_K_MIN_ROWS
-#define WK_Q4_K_MIN_ROWS 3
-#endif
-WK_PACKED_FN(q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS)
-#ifndef WK_Q4_1_MIN_ROWS
-#define WK_Q4_1_MIN_ROWS 3
-#endif
-WK_PACKED_FN(q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS)
-#ifndef WK_Q5_0_MIN_ROWS
-#define WK_Q5_0_MIN_ROWS 3
-#endif
-WK_PACKED_FN(q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS)
-#ifndef WK_Q5_1_MIN_ROWS
-#define WK_Q5_1_MIN_ROWS 3
-#endif
-WK_PACKED_FN(q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS)
-#ifndef WK_Q6_K_MIN_ROWS
-#define WK_Q6_K_MIN_ROWS 5
-#endif
-WK_PACKED_FN(q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS)
-#ifndef WK_Q2_K_MIN_ROWS
-#define WK_Q2_K_MIN_ROWS 17
-#endif
-WK_PACKED_FN(q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS)
+WK_PACKED_FN(wk, q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS, wk_tiles_q8_0)
+WK_PACKED_FN(wk, q4_0, WK_TYPE_Q4_0, WK_Q4_0_MIN_ROWS, wk_tiles_q4_0)
+WK_PACKED_FN(wk, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_tiles_q4_K)
+WK_PACKED_FN(wk, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_tiles_q4_1)
+WK_PACKED_FN(wk, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_tiles_q5_0)
+WK_PACKED_FN(wk, q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS, wk_tiles_q5_1)
+WK_PACKED_FN(wk, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_tiles_q6_K)
+WK_PACKED_FN(wk, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_tiles_q2_K)
 
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)

@@ -1,14 +1,19 @@
-/* AVX-512 VNNI kernels of the repacked Q8_0x8 and Q4_0x8 layouts (cpu/repack.h): one
+/* AVX-512 VNNI few-row kernels of the repacked layouts (cpu/repack.h): one
  * _mm256_dpbusd_epi32 does what takes maddubs + madd + add on AVX2 (four u8 x s8
- * products summed into each 32-bit lane, without the 16-bit saturation). The integer
- * sums are the same as the AVX2 kernels', so are the results. Other types use the AVX2
- * kernels, which run unchanged on these processors. Tiles of 1 to 4 rows; one row reads
- * 8 groups side by side (tiles_x86.h). */
+ * products summed into each 32-bit lane, without the 16-bit saturation), and
+ * _mm256_dpwssd_epi32 multiplies a group's 32-bit sum (when it fits 16 bits) by its scale
+ * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
+ * are the same helpers (tiles_x86.h), so are the results. Q8_0 and Q4_0 take tiles of 1
+ * to 4 rows for every row count; the others the AVX2 row thresholds (tiles below, the
+ * many-row kernel of repack_rows_avx2.c from there). One row reads 8 groups side by side. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
+#include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/q2x8_avx2.h"
+#include "cpu/x86/q6x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
 #include "quant/blocks.h"
 
@@ -60,6 +65,202 @@ WK_INLINE void wk_vnni_q4_0x8_block(const int R, const uint8_t *blk, const char 
 }
 WK_TILES_R4(wk_vnni_q4_0x8, sizeof(wk_block_q4_0))
 
+/* 8 bytes (one per column) as the low 16 bits of 8 x int32 (high 16 bits zero: the
+ * dpwssd pair of a sum that fits 16 bits, whose high half is its sign). */
+WK_INLINE __m256i wk_vnni_cols_u8(const uint8_t *v)
+{
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)v));
+}
+
+/* The K types' scaled sums go to WK_NCH chains per row (chain[r][j]), so that the
+ * 5-cycle dpwssd latency does not serialize the groups; wk_vnni_fold adds them up. */
+#define WK_NCH(R) ((R) <= 2 ? 4 : 2)
+WK_INLINE void wk_vnni_fold(const int R, __m256i chain[][4], __m256i *isum)
+{
+    for (int r = 0; r < R; r++) {
+        isum[r] = chain[r][0];
+        for (int j = 1; j < WK_NCH(R); j++) isum[r] = _mm256_add_epi32(isum[r], chain[r][j]);
+    }
+}
+
+/* ---- Q4_1, Q5_0, Q5_1: 4 or 5-bit unsigned codes, with a min or an offset (aux: the
+ * rows' block sums, for an OFFSET) ---- */
+#define WK_VNNI_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                           \
+    WK_INLINE void NAME##_block(const int R, const uint8_t *blk, const char *x, size_t xs,         \
+                                int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
+    {                                                                                              \
+        const int16_t *sx = aux;                                                                   \
+        const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
+        __m256i isum[4], isum2[4];                                                                 \
+        for (int r = 0; r < R; r++) {                                                              \
+            isum[r] = (OFFSET) ? _mm256_set1_epi32(-(OFFSET) * sx[r * nb + b]) : _mm256_setzero_si256(); \
+            isum2[r] = _mm256_setzero_si256();                                                     \
+        }                                                                                          \
+        for (int s = 0; s < 4; s++) {                                                              \
+            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));              \
+            __m256i lo = _mm256_and_si256(v, m4);                                                  \
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
+            if (Q5) {                                                                              \
+                __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));                  \
+                lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                                \
+                hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                            \
+            }                                                                                      \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));             \
+                isum2[r] = _mm256_dpbusd_epi32(isum2[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));      \
+            }                                                                                      \
+        }                                                                                          \
+        for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);                 \
+        WK_ACC_LEG(R, XB, HAS_MIN, blk, x, xs, b, isum, acc);                                      \
+    }                                                                                              \
+    WK_TILES_R2(NAME, BB)
+
+WK_VNNI_LEG_TILES(wk_vnni_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
+WK_VNNI_LEG_TILES(wk_vnni_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
+WK_VNNI_LEG_TILES(wk_vnni_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
+
+/* ---- Q4_Kx8: per 32-element sub-block, two sums of 4 steps (16 products of at most
+ * 15 x 128: 16 bits) each multiplied by its 6-bit scale with one dpwssd ---- */
+WK_INLINE void wk_vnni_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
+                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    uint8_t sc[64], mn[64];
+    wk_k4x8_decode(blk + 32, sc);
+    wk_k4x8_decode(blk + 80, mn);
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4], msum[4], ch[4][4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
+    }
+    for (int p = 0; p < 4; p++) {
+        const __m256i slo = wk_vnni_cols_u8(sc + 8 * (2 * p)), shi = wk_vnni_cols_u8(sc + 8 * (2 * p + 1));
+        for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
+            __m256i plo[4], phi[4];
+            for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();
+            for (int s = 4 * h; s < 4 * h + 4; s++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
+                __m256i lo = _mm256_and_si256(v, m4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+                for (int r = 0; r < R; r++) {
+                    const int8_t *xq = xb[r]->qs + 64 * p;
+                    plo[r] = _mm256_dpbusd_epi32(plo[r], lo, wk_bcast4(xq + 4 * s));
+                    phi[r] = _mm256_dpbusd_epi32(phi[r], hi, wk_bcast4(xq + 32 + 4 * s));
+                }
+            }
+            const int j = (2 * p + h) % WK_NCH(R);
+            for (int r = 0; r < R; r++)
+                ch[r][j] = _mm256_dpwssd_epi32(_mm256_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
+        }
+    }
+    wk_vnni_fold(R, ch, isum);
+    for (int q = 0; q < 4; q++) { /* mins of sub-blocks 2q, 2q + 1 as an int16 pair */
+        __m256i mnp = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),
+                                                             _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));
+        for (int r = 0; r < R; r++) {
+            int bs0 = xb[r]->bsums[4 * q] + xb[r]->bsums[4 * q + 1];
+            int bs1 = xb[r]->bsums[4 * q + 2] + xb[r]->bsums[4 * q + 3];
+            __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
+            msum[r] = _mm256_dpwssd_epi32(msum[r], mnp, bp);
+        }
+    }
+    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
+}
+WK_TILES_R2(wk_vnni_q4_Kx8, sizeof(wk_block_q4_K))
+
+/* ---- Q6_Kx8: codes + 32 (0..63); per 16-element group, two sums of 2 steps, each
+ * starting at its lane offset (aux: -32 x the sum of its 8 activations, wk_vnni_q6_offs),
+ * so that each is the exact sum of (code - 32) x, at most 8 x 32 x 127: 16 bits ---- */
+static void wk_vnni_q6_offs(const int8_t *qs, int32_t *out)
+{
+    for (int q = 0; q < 8; q++) { /* out[4q + j]: activations 8j .. 8j + 7 of these 32 */
+        __m256i v = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(32),
+                                        _mm256_loadu_si256((const __m256i *)(qs + 32 * q)));
+        v = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_hadd_epi32(v, v));
+        _mm_storeu_si128((__m128i *)(out + 4 * q), _mm256_castsi256_si128(_mm256_permute4x64_epi64(v, 0x08)));
+    }
+}
+
+WK_INLINE void wk_vnni_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
+                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb;
+    const int32_t *lo = aux;
+    const __m256i m16 = _mm256_set1_epi32(0xffff);
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4], ch[4][4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < 16; g++) {
+        __m256i q[4];
+        wk_q6x8_group(blk + 144 + 96 * g, q);
+        const __m256i sc = _mm256_and_si256(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 + 8 * g))), m16);
+        for (int r = 0; r < R; r++) {
+            const int8_t *xq = xb[r]->qs + 16 * g;
+            const int32_t *o = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
+            __m256i pa = _mm256_dpbusd_epi32(_mm256_set1_epi32(o[0]), q[0], wk_bcast4(xq));
+            __m256i pb = _mm256_dpbusd_epi32(_mm256_set1_epi32(o[1]), q[2], wk_bcast4(xq + 8));
+            pa = _mm256_dpbusd_epi32(pa, q[1], wk_bcast4(xq + 4));
+            pb = _mm256_dpbusd_epi32(pb, q[3], wk_bcast4(xq + 12));
+            const int j = (2 * g) % WK_NCH(R);
+            ch[r][j] = _mm256_dpwssd_epi32(ch[r][j], pa, sc);
+            ch[r][j + 1] = _mm256_dpwssd_epi32(ch[r][j + 1], pb, sc);
+        }
+    }
+    wk_vnni_fold(R, ch, isum);
+    wk_acc_q6_K(R, blk, xb, isum, acc);
+}
+WK_TILES_R4(wk_vnni_q6_Kx8, sizeof(wk_block_q6_K))
+
+/* ---- Q2_Kx8: per 16-element group one sum of 4 steps (at most 16 x 3 x 128: 16 bits),
+ * multiplied by its 4-bit scale with one dpwssd ---- */
+WK_INLINE void wk_vnni_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
+                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    const __m256i m15 = _mm256_set1_epi32(15);
+    /* column c's bytes of two consecutive groups as an int16 pair */
+    const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
+                                           4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
+    const uint8_t *scb = blk + 32;
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4], msum[4], ch[4][4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
+    }
+    for (int g = 0; g < 16; g++) {
+        __m256i q[4];
+        wk_q2x8_group(blk + 160 + 32 * g, q);
+        const __m256i scv = _mm256_and_si256(wk_vnni_cols_u8(scb + 8 * g), m15);
+        for (int r = 0; r < R; r++) {
+            const int8_t *xq = xb[r]->qs + 16 * g;
+            __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[0], wk_bcast4(xq));
+            for (int t = 1; t < 4; t++) p = _mm256_dpbusd_epi32(p, q[t], wk_bcast4(xq + 4 * t));
+            ch[r][g % WK_NCH(R)] = _mm256_dpwssd_epi32(ch[r][g % WK_NCH(R)], p, scv);
+        }
+    }
+    wk_vnni_fold(R, ch, isum);
+    for (int q = 0; q < 8; q++) {
+        __m256i mn = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
+        mn = _mm256_srli_epi16(_mm256_shuffle_epi8(mn, pairs), 4);
+        for (int r = 0; r < R; r++) {
+            int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+            memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+            msum[r] = _mm256_dpwssd_epi32(msum[r], mn, _mm256_set1_epi32(bp));
+        }
+    }
+    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
+}
+WK_TILES_R4(wk_vnni_q2_Kx8, sizeof(wk_block_q2_K))
+
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
 {
@@ -85,12 +286,63 @@ static void wk_vnni_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w
                  nr, nc, w, ws, x, xs, y, ldy);
 }
 
+static void wk_vnni_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_tiles(wk_vnni_q4_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_vnni_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    int16_t sx[2 * (k / 32)];
+    wk_run_tiles(wk_vnni_q5_0x8_tiles, 2, k / 32, sx, wk_vnni_block_sum, sizeof(wk_block_q8_0), 2,
+                 nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_vnni_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_tiles(wk_vnni_q5_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_vnni_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_tiles(wk_vnni_q4_Kx8_tiles, 2, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_q6_tiles(wk_vnni_q6_Kx8_tiles, wk_vnni_q6_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+static void wk_vnni_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_tiles(wk_vnni_q2_Kx8_tiles, 4, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_vnni_tiles_q4_1)
+WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_vnni_tiles_q5_0)
+WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS, wk_vnni_tiles_q5_1)
+WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
+WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
+WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
+
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
 {
     switch (t) {
     case WK_TYPE_Q8_0: return wk_vnni_packed_q8_0;
     case WK_TYPE_Q4_0: return wk_vnni_packed_q4_0;
+    case WK_TYPE_Q4_1: return wk_vnni_packed_q4_1;
+    case WK_TYPE_Q5_0: return wk_vnni_packed_q5_0;
+    case WK_TYPE_Q5_1: return wk_vnni_packed_q5_1;
+    case WK_TYPE_Q4_K: return wk_vnni_packed_q4_K;
+    case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
+    case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     default: return NULL;
     }
 }

@@ -48,6 +48,53 @@ WK_INLINE void wk_acc_q8_0(const int R, const uint8_t *blk, const char *x, size_
     }
 }
 
+/* The float step of the Q4_1, Q5_0 and Q5_1 blocks (XB: the activation block type):
+ * acc[r] += isum[r] x (the group's d x row r's d), then, with a min, + m x row r's s. */
+#define wk_act_s(xb) _Generic((xb), const wk_block_q8_1 *: wk_q8_1_s, default: wk_q8_0_s)(xb)
+WK_INLINE uint16_t wk_q8_1_s(const wk_block_q8_1 *b) { return b->s; }
+WK_INLINE uint16_t wk_q8_0_s(const void *b) { (void)b; return 0; }
+#define WK_ACC_LEG(R, XB, HAS_MIN, blk, x, xs, b, isum, acc)                                       \
+    do {                                                                                           \
+        __m256 wd_ = wk_load_f16x8(blk);                                                           \
+        for (int r_ = 0; r_ < (R); r_++) {                                                         \
+            const XB *xb_ = (const XB *)((x) + r_ * (xs)) + (b);                                   \
+            __m256 sc_ = _mm256_mul_ps(wd_, _mm256_set1_ps(_cvtsh_ss(xb_->d)));                    \
+            (acc)[r_] = _mm256_fmadd_ps(_mm256_cvtepi32_ps((isum)[r_]), sc_, (acc)[r_]);           \
+            if (HAS_MIN)                                                                           \
+                (acc)[r_] = _mm256_fmadd_ps(wk_load_f16x8((blk) + 16),                             \
+                                            _mm256_set1_ps(_cvtsh_ss(wk_act_s(xb_))), (acc)[r_]);  \
+        }                                                                                          \
+    } while (0)
+
+/* Bit `bit` of every byte of a Q5 fifth-bit plane, moved to bit 4 (0x10 or 0). */
+WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
+{
+    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* The float step of the Q4_K and Q2_K blocks (d at blk, dmin at blk + 16):
+ * acc[r] += isum[r] x (d x row r's d), then -= msum[r] x (dmin x row r's d). */
+WK_INLINE void wk_acc_q8_K_min(const int R, const uint8_t *blk, const wk_block_q8_K *const *xb,
+                               const __m256i *isum, const __m256i *msum, __m256 *acc)
+{
+    __m256 wd = wk_load_f16x8(blk), wdmin = wk_load_f16x8(blk + 16);
+    for (int r = 0; r < R; r++) {
+        __m256 dx = _mm256_set1_ps(xb[r]->d);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, dx), acc[r]);
+        acc[r] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum[r]), _mm256_mul_ps(wdmin, dx), acc[r]);
+    }
+}
+
+/* The float step of the Q6_K block: acc[r] += isum[r] x (d x row r's d). */
+WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K *const *xb,
+                           const __m256i *isum, __m256 *acc)
+{
+    __m256 wd = wk_load_f16x8(blk);
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
+}
+
 /* NAME##_tile_R_S (a wk_tile_fn): the block loop outside, the S groups inside, each group
  * with its own R accumulators, so that S weight streams are read side by side. A block of a
  * group (8 * BB bytes) is done by NAME##_block(R, blk, x, xs, b, nb, aux, acc): the same
@@ -106,5 +153,72 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int64_t nb, in
         wk_tile_groups(tiles[rr - 1], nc / 8, nb, w, 8 * ws, xr, xs, sx, true, y + r0 * ldy, ldy);
     }
 }
+
+/* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: per super-block
+ * `per` int32 for each row, made once per span of WK_Q6_SPAN super-blocks for all the
+ * column groups; a later span adds to y). */
+#define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once */
+WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(const int8_t *, int32_t *),
+                               int per, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    int64_t nb = k / 256;
+    int32_t lo[4 * WK_Q6_SPAN * 32];
+    for (int64_t r0 = 0; r0 < nr; r0 += 4) {
+        int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t b0 = 0; b0 < nb; b0 += WK_Q6_SPAN) {
+            int64_t sb = nb - b0 < WK_Q6_SPAN ? nb - b0 : WK_Q6_SPAN;
+            for (int r = 0; r < R; r++)
+                for (int64_t b = 0; b < sb; b++)
+                    lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
+                              lo + (r * WK_Q6_SPAN + b) * per);
+            wk_tile_groups(tiles[R - 1], nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q6_K),
+                           8 * ws, xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
+        }
+    }
+}
+
+/* From this many rows the weights are decoded once per 64-row block (repack_rows_avx2.c)
+ * instead of once per tile; both give the same bits. Measured single-thread with
+ * interleaved trials (AVX2 tiles): 3 rows for Q4_K (its 1-row tile at 2 rows was 7-12%
+ * faster; its 2-row tile reads the weights once for both) and for Q4_0, Q4_1, Q5_0, Q5_1;
+ * 7 for Q8_0 (its tiles, whose decoding is one abs, were 6-32% faster at 3-6 rows);
+ * 5 for Q6_K (its tiles take up to 4 rows and decode a group of 4 steps in 11
+ * operations); 17 for Q2_K (a load, 3 shifts and 4 masks per group: its 4-row tiles,
+ * repeated, were 5-15% faster than the many-row kernel up to 16 rows). */
+#ifndef WK_Q8_0_MIN_ROWS
+#define WK_Q8_0_MIN_ROWS 7
+#endif
+#ifndef WK_Q4_0_MIN_ROWS
+#define WK_Q4_0_MIN_ROWS 3
+#endif
+#ifndef WK_Q4_K_MIN_ROWS
+#define WK_Q4_K_MIN_ROWS 3
+#endif
+#ifndef WK_Q4_1_MIN_ROWS
+#define WK_Q4_1_MIN_ROWS 3
+#endif
+#ifndef WK_Q5_0_MIN_ROWS
+#define WK_Q5_0_MIN_ROWS 3
+#endif
+#ifndef WK_Q5_1_MIN_ROWS
+#define WK_Q5_1_MIN_ROWS 3
+#endif
+#ifndef WK_Q6_K_MIN_ROWS
+#define WK_Q6_K_MIN_ROWS 5
+#endif
+#ifndef WK_Q2_K_MIN_ROWS
+#define WK_Q2_K_MIN_ROWS 17
+#endif
+wk_gemm_fn wk_avx2_rows_gemm(wk_type t);
+/* PFX##_packed_T: TILES (k, nr, nc, ...) below MIN_ROWS rows, the many-row kernel from there. */
+#define WK_PACKED_FN(PFX, T, TYPE, MIN_ROWS, TILES)                                               \
+    static void PFX##_packed_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,      \
+                                 const void *x, size_t xs, float *y, size_t ldy)                   \
+    {                                                                                              \
+        if (nr >= (MIN_ROWS)) wk_avx2_rows_gemm(TYPE)(k, nr, nc, w, ws, x, xs, y, ldy);            \
+        else TILES(k, nr, nc, w, ws, x, xs, y, ldy);                                               \
+    }
 
 #endif
