@@ -220,6 +220,21 @@ WK_TILES_R4(wk_vnni_q6_Kx8, sizeof(wk_block_q6_K))
 
 /* ---- Q2_Kx8: per 16-element group one sum of 4 steps (at most 16 x 3 x 128: 16 bits),
  * multiplied by its 4-bit scale with one dpwssd ---- */
+/* wk_q2x8_group with one shift instead of three (shifts share two ports with dpbusd;
+ * the byte shuffles that replace them run on a third): steps 1 and 3 through a table of
+ * nibble >> 2. */
+WK_INLINE void wk_vnni_q2x8_group(const uint8_t *grp, __m256i q[4])
+{
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
+    const __m256i shr2 = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                          0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m256i v = _mm256_loadu_si256((const __m256i *)grp), h = _mm256_srli_epi16(v, 4);
+    q[0] = _mm256_and_si256(v, m3);
+    q[1] = _mm256_shuffle_epi8(shr2, _mm256_and_si256(v, m15));
+    q[2] = _mm256_and_si256(h, m3);
+    q[3] = _mm256_shuffle_epi8(shr2, _mm256_and_si256(h, m15));
+}
+
 WK_INLINE void wk_vnni_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
                                     int64_t b, int64_t nb, const void *aux, __m256 *acc)
 {
@@ -238,7 +253,7 @@ WK_INLINE void wk_vnni_q2_Kx8_block(const int R, const uint8_t *blk, const char 
     }
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
-        wk_q2x8_group(blk + 160 + 32 * g, q);
+        wk_vnni_q2x8_group(blk + 160 + 32 * g, q);
         const __m256i scv = _mm256_and_si256(wk_vnni_cols_u8(scb + 8 * g), m15);
         for (int r = 0; r < R; r++) {
             const int8_t *xq = xb[r]->qs + 16 * g;
