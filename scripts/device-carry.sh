@@ -15,10 +15,10 @@ set -euo pipefail
 repo=$1
 model=${2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 dest=$repo/.devcarry
-bins="wick test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention cuda_matmul_bench"
+bins="wick test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops cuda_matmul_bench"
 cmake -S "$repo" -B "$repo/build-carry" -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BLAS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" >/dev/null
-cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention \
+cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops \
   cuda_matmul_bench >/dev/null
 rm -rf "$dest/a" "$dest/b"
 mkdir -p "$dest/a" "$dest/b"

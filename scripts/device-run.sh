@@ -18,7 +18,7 @@ P="What is Rust?"
 
 if has tests; then
   {
-    for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_attention test_cuda_model test_kernels test_qmatmul}; do
+    for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_attention test_cuda_ops test_cuda_model test_kernels test_qmatmul}; do
       $B/$t; echo "$t rc=$?"
     done
     $B/wick edges; echo "wick edges rc=$?"

@@ -100,6 +100,12 @@ int main(void)
         double d = max_diff(a, b, nv);
         printf("first-step logits, CPU precise vs GPU quantized: max abs diff %.5f\n", d);
         CHECK_MSG(d <= 0.03, "max abs diff %.5f > 0.03", d);
+        /* The greedy forward's id, chosen on the GPU, is the largest of the GPU's logits. */
+        int32_t best = 0, got = -1;
+        for (int64_t i = 1; i < nv; i++)
+            if (b[i] > b[best]) best = (int32_t)i;
+        CHECK_OK(wk_model_forward_greedy(gpu_q, prompt, N_PROMPT, 0, &got));
+        CHECK_MSG(got == best, "GPU greedy forward chose %d, the logits' largest is %d", (int)got, (int)best);
         free(a);
         free(b);
         gen_out ga, gb;

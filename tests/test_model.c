@@ -278,11 +278,17 @@ static void test_forward_matches_float64(const char *path, const weights *w)
     CHECK_OK(wk_model_forward(m, tokens + 10, N - 10, 10, true, logits + 10 * n_vocab));
     d = max_diff(logits, ref, (int64_t)N * n_vocab);
     CHECK_MSG(d < 1e-3, "all logits: max abs diff %g from float64", d);
-    /* Decode steps: one token at a time, after rewinding to position 5. */
+    /* Decode steps: one token at a time, after rewinding to position 5; the greedy forward
+     * of the same step gives the id of the largest of those logits (the first of equal). */
     for (int p = 5; p < 12; p++) {
         CHECK_OK(wk_model_forward(m, tokens + p, 1, p, false, logits));
         d = max_diff(logits, ref + (size_t)p * n_vocab, n_vocab);
         CHECK_MSG(d < 1e-3, "decode at %d: max abs diff %g", p, d);
+        int32_t best = 0, got = -1;
+        for (int i = 1; i < n_vocab; i++)
+            if (logits[i] > logits[best]) best = i;
+        CHECK_OK(wk_model_forward_greedy(m, tokens + p, 1, p, &got));
+        CHECK_EQ_INT(got, best);
     }
     free(logits);
     free(ref);

@@ -79,6 +79,11 @@ const wk_gguf *wk_model_gguf(const wk_model *m);
  * pos forgets what came after it); pos + n beyond the context is WK_ERR_INVALID. */
 wk_status wk_model_forward(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
                            bool all_logits, float *logits);
+/* The same forward, but only the greedy choice for the last token comes back: the id of
+ * its largest logit (the lowest id among equal ones), chosen on the model's device, so a
+ * GPU copies back one id instead of n_vocab logits. */
+wk_status wk_model_forward_greedy(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
+                                  int32_t *token);
 /* Forget the KV cache (the next forward starts at position 0). */
 void wk_model_reset(wk_model *m);
 

@@ -14,7 +14,7 @@
 #include "cuda/cuda_engine.h"
 #include "model/backend.h"
 
-enum { OP_EMBED, OP_RMSNORM, OP_ROPE, OP_ATTENTION, OP_SILU_MUL, OP_ADD, OP_COPY, OP_MATMUL };
+enum { OP_EMBED, OP_RMSNORM, OP_ROPE, OP_ATTENTION, OP_SILU_MUL, OP_ADD, OP_COPY, OP_MATMUL, OP_ARGMAX };
 enum { REC_PTRS = 4, REC_INTS = 6, MAX_RECS = 8192 };
 
 typedef struct rec {
@@ -119,6 +119,7 @@ static wk_status run_rec(wk_engine *e, const rec *r, int64_t P, const int64_t *d
     case OP_SILU_MUL: return wk_cuda_silu_mul(c, a[0], a[1], r->i[0], dp);
     case OP_ADD: return wk_cuda_add(c, a[0], a[1], r->i[0], dp);
     case OP_COPY: return wk_cuda_copy_f32(c, a[0], a[1], r->i[0], dp);
+    case OP_ARGMAX: return wk_cuda_argmax(c, a[0], r->i[0], a[1], dp);
     case OP_MATMUL:
         return wk_cuda_mm_forward_dyn(e, (wk_qmatmul *)r->obj, a[0], r->i[0], a[1], dp);
     }
@@ -524,6 +525,15 @@ static wk_status be_copy(wk_engine *e, float *dst, const float *src, int64_t n)
     return push(e, &r);
 }
 
+static wk_status be_argmax(wk_engine *e, const float *x, int64_t n, int32_t *out)
+{
+    rec r = {.op = OP_ARGMAX};
+    r.p[0] = (char *)x;
+    r.p[1] = (char *)out;
+    r.i[0] = n;
+    return push(e, &r);
+}
+
 static wk_status be_matmul(wk_engine *e, wk_qmatmul *mm, const float *x, int64_t m, float *y)
 {
     if (wk_engine_device(e) != WK_DEVICE_CUDA || !mm)
@@ -551,6 +561,7 @@ const wk_backend wk_cuda_backend = {
     .silu_mul = be_silu_mul,
     .add = be_add,
     .copy = be_copy,
+    .argmax = be_argmax,
     .matmul = be_matmul,
 };
 

@@ -160,6 +160,8 @@ wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float 
 wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);
+/* *out (an int32) = the first index of the largest x[i], i < n, as wk_backend.argmax says. */
+wk_status wk_cuda_argmax(wk_cuda_ctx *c, wk_dptr x, int64_t n, wk_dptr out, const int64_t *dpos);
 #ifdef __cplusplus
 }
 #endif

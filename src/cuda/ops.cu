@@ -303,6 +303,44 @@ __global__ void copy_kernel(wk_dptr dd, wk_dptr sd, int64_t n, const int64_t *dp
         d[i] = s[i];
 }
 
+/* One block: each thread scans every 1024th value (first strictly larger wins), then the
+ * (value, index) pairs meet in a tree where the larger value, else the smaller index, wins.
+ * NaNs never win; x[0] a NaN means index 0, as in a scan from x[0]. */
+constexpr int ARGMAX_THREADS = 1024;
+__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(wk_dptr xd, int64_t n, wk_dptr outd,
+                                                               const int64_t *dpos)
+{
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int64_t si[ARGMAX_THREADS / 32];
+    pdl_wait();
+    pdl_release();
+    const float *x = at<const float>(xd, dpos);
+    float v = -INFINITY;
+    int64_t idx = -1; /* nothing seen */
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+        const float f = x[i];
+        if (f > v || (idx < 0 && f == v)) v = f, idx = i;
+    }
+    auto better = [](float a, int64_t ia, float b, int64_t ib) {
+        if (ib < 0) return false;
+        if (ia < 0) return true;
+        return b > a || (b == a && ib < ia);
+    };
+    for (int o = 16; o; o >>= 1) {
+        const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        const int64_t oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (better(v, idx, ov, oi)) v = ov, idx = oi;
+    }
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) sv[warp] = v, si[warp] = idx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x / 32); w++)
+            if (better(v, idx, sv[w], si[w])) v = sv[w], idx = si[w];
+        *at<int32_t>(outd, dpos) = (n > 0 && isnan(x[0])) || idx < 0 ? 0 : (int32_t)idx;
+    }
+}
+
 unsigned grid_for(int64_t n, int threads)
 {
     int64_t b = (n + threads - 1) / threads;
@@ -373,6 +411,12 @@ extern "C" wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n
 {
     if (n <= 0) return WK_OK;
     return wk_launch_pdl("add", add_kernel, dim3(grid_for(n, 256)), dim3(256), 0, c->stream, y, x, n, dpos);
+}
+
+extern "C" wk_status wk_cuda_argmax(wk_cuda_ctx *c, wk_dptr x, int64_t n, wk_dptr out, const int64_t *dpos)
+{
+    if (n <= 0 || n > INT32_MAX) return wk_fail(WK_ERR_INVALID, "CUDA argmax of %lld values", (long long)n);
+    return wk_launch_pdl("argmax", argmax_kernel, dim3(1), dim3(ARGMAX_THREADS), 0, c->stream, x, n, out, dpos);
 }
 
 extern "C" wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n,

@@ -107,9 +107,13 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
     stats->n_prompt = n_prompt;
     m->n_past = 0;
     double t0 = now_ms();
-    st = wk_model_forward(m, prompt, n_prompt, 0, false, logits);
+    /* Greedy decoding takes the choice from the device (one id copied back, not the logits). */
+    const bool greedy = opt->sampling.temperature == 0.0f;
+    int32_t token = 0;
+    st = greedy ? wk_model_forward_greedy(m, prompt, n_prompt, 0, &token)
+                : wk_model_forward(m, prompt, n_prompt, 0, false, logits);
     if (st != WK_OK) goto done;
-    int32_t token = wk_sampler_sample(sampler, logits);
+    if (!greedy) token = wk_sampler_sample(sampler, logits);
     stats->prefill_ms = now_ms() - t0;
 
     /* Decode: pass the token on, feed it back, choose the next. */
@@ -136,9 +140,11 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
             stats->hit_context = true;
             break;
         }
-        st = wk_model_forward(m, &token, 1, m->n_past, false, logits);
+        int32_t next = 0;
+        st = greedy ? wk_model_forward_greedy(m, &token, 1, m->n_past, &next)
+                    : wk_model_forward(m, &token, 1, m->n_past, false, logits);
         if (st != WK_OK) goto done;
-        token = wk_sampler_sample(sampler, logits);
+        token = greedy ? next : wk_sampler_sample(sampler, logits);
         stats->n_decode++;
     }
     stats->decode_ms = now_ms() - t0;

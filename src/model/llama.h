@@ -16,6 +16,7 @@ typedef struct wk_llama_layer {
 typedef struct wk_llama_state {
     int64_t max_batch;
     int32_t *ids;           /* max_batch token ids */
+    int32_t *best;          /* the greedy choice of the last row (one id) */
     float *x;               /* residual stream: max_batch × dim */
     float *xb;              /* normed input / projection output: max_batch × dim */
     float *q;               /* queries: max_batch × dim */

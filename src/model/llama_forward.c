@@ -18,10 +18,11 @@ static wk_status matmuls(const wk_backend *be, wk_engine *e, int count, wk_qmatm
     return WK_OK;
 }
 
-/* One batch of at most max_batch tokens at positions pos .. pos+n-1; the hidden states
- * of the rows that want logits end up in logits. */
+/* One batch of at most max_batch tokens at positions pos .. pos+n-1; the logits of the
+ * rows that want them end up in logits_host, or (token_host, last row only) just the id of
+ * the largest, chosen on the device. */
 static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
-                               bool all_logits, float *logits_host)
+                               bool all_logits, float *logits_host, int32_t *token_host)
 {
     const wk_model_info *h = &m->info;
     const wk_backend *be = m->be;
@@ -74,7 +75,7 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
         RUN(be->add(e, s->x, s->xb, n * dim));
     }
 
-    if (!logits_host) return WK_OK;
+    if (!logits_host && !token_host) return WK_OK;
     /* Final norm and the output projection, for the last row or every row. */
     int64_t first = all_logits ? 0 : n - 1, rows = n - first;
     RUN(be->rmsnorm(e, s->xb, s->x + first * dim, m->output_norm, rows, dim, h->rms_eps));
@@ -85,13 +86,19 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
         s->logits_rows = s->max_batch;
     }
     RUN(be->matmul(e, m->output, s->xb, rows, s->logits));
-    RUN(be->download(e, logits_host, s->logits, (size_t)rows * h->n_vocab * sizeof(float)));
+    if (token_host) {
+        RUN(be->argmax(e, s->logits, h->n_vocab, s->best));
+        RUN(be->download(e, token_host, s->best, sizeof(int32_t)));
+    } else {
+        RUN(be->download(e, logits_host, s->logits, (size_t)rows * h->n_vocab * sizeof(float)));
+    }
 #undef RUN
     return WK_OK;
 }
 
-wk_status wk_model_forward(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
-                           bool all_logits, float *logits)
+/* The checks and the batches of both entry points below. */
+static wk_status forward(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos, bool all_logits,
+                         float *logits, int32_t *token)
 {
     const wk_model_info *h = &m->info;
     if (n <= 0) return wk_fail(WK_ERR_INVALID, "forward of %lld tokens", (long long)n);
@@ -112,12 +119,24 @@ wk_status wk_model_forward(wk_model *m, const int32_t *tokens, int64_t n, int64_
         int64_t b = n - done < m->st.max_batch ? n - done : m->st.max_batch;
         bool last = done + b == n;
         float *out = all_logits ? logits + done * h->n_vocab : (last ? logits : NULL);
-        wk_status st = forward_batch(m, tokens + done, b, pos + done, all_logits, out);
+        wk_status st = forward_batch(m, tokens + done, b, pos + done, all_logits, out, last ? token : NULL);
         if (st != WK_OK) return st;
         done += b;
         m->n_past = pos + done;
     }
     return WK_OK;
+}
+
+wk_status wk_model_forward(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
+                           bool all_logits, float *logits)
+{
+    return forward(m, tokens, n, pos, all_logits, logits, NULL);
+}
+
+wk_status wk_model_forward_greedy(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
+                                  int32_t *token)
+{
+    return forward(m, tokens, n, pos, false, NULL, token);
 }
 
 void wk_model_reset(wk_model *m) { m->n_past = 0; }

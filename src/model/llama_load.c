@@ -300,6 +300,7 @@ wk_status wk_llama_state_init(wk_model *m, int64_t max_batch)
     s->logits_rows = 1;
     wk_status st;
     if ((st = m->be->alloc(m->engine, (size_t)max_batch * sizeof(int32_t), (void **)&s->ids)) ||
+        (st = m->be->alloc(m->engine, sizeof(int32_t), (void **)&s->best)) ||
         (st = m->be->alloc(m->engine, (size_t)max_batch * h->dim * f, (void **)&s->x)) ||
         (st = m->be->alloc(m->engine, (size_t)max_batch * h->dim * f, (void **)&s->xb)) ||
         (st = m->be->alloc(m->engine, (size_t)max_batch * h->dim * f, (void **)&s->q)) ||
@@ -316,7 +317,7 @@ wk_status wk_llama_state_init(wk_model *m, int64_t max_batch)
 void wk_llama_state_free(wk_model *m)
 {
     wk_llama_state *s = &m->st;
-    void *bufs[] = {s->ids, s->x, s->xb, s->q, s->att, s->hb, s->hb2, s->logits, s->k_cache, s->v_cache};
+    void *bufs[] = {s->ids, s->best, s->x, s->xb, s->q, s->att, s->hb, s->hb2, s->logits, s->k_cache, s->v_cache};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) m->be->free(m->engine, bufs[i]);
     memset(s, 0, sizeof *s);
