@@ -5,7 +5,10 @@
  * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
  * are the same helpers (tiles_x86.h), so are the results. Q8_0 and Q4_0 take tiles of 1
  * to 4 rows for every row count; the others the AVX2 row thresholds (tiles below, the
- * many-row kernel of repack_rows_avx2.c from there). One row reads 8 groups side by side. */
+ * many-row kernel of repack_rows_avx2.c from there). One row reads 8 groups side by side.
+ * Q6_K keeps the AVX2 tiles: a VNNI one (2-step sums from lane offsets, two dpwssd per
+ * group) was no faster at 1-2 rows, where the decoding shared by the rows (11 operations
+ * a group) is most of the work. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -13,7 +16,6 @@
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/q2x8_avx2.h"
-#include "cpu/x86/q6x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
 #include "quant/blocks.h"
 
@@ -172,54 +174,6 @@ WK_INLINE void wk_vnni_q4_Kx8_block(const int R, const uint8_t *blk, const char 
 }
 WK_TILES_R2(wk_vnni_q4_Kx8, sizeof(wk_block_q4_K))
 
-/* ---- Q6_Kx8: codes + 32 (0..63); per 16-element group, two sums of 2 steps, each
- * starting at its lane offset (aux: -32 x the sum of its 8 activations, wk_vnni_q6_offs),
- * so that each is the exact sum of (code - 32) x, at most 8 x 32 x 127: 16 bits ---- */
-static void wk_vnni_q6_offs(const int8_t *qs, int32_t *out)
-{
-    for (int q = 0; q < 8; q++) { /* out[4q + j]: activations 8j .. 8j + 7 of these 32 */
-        __m256i v = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(32),
-                                        _mm256_loadu_si256((const __m256i *)(qs + 32 * q)));
-        v = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_hadd_epi32(v, v));
-        _mm_storeu_si128((__m128i *)(out + 4 * q), _mm256_castsi256_si128(_mm256_permute4x64_epi64(v, 0x08)));
-    }
-}
-
-WK_INLINE void wk_vnni_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
-                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
-{
-    (void)nb;
-    const int32_t *lo = aux;
-    const __m256i m16 = _mm256_set1_epi32(0xffff);
-    const wk_block_q8_K *xb[4];
-    __m256i isum[4], ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
-    }
-    for (int g = 0; g < 16; g++) {
-        __m256i q[4];
-        wk_q6x8_group(blk + 144 + 96 * g, q);
-        const __m256i sc = _mm256_and_si256(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 16 + 8 * g))), m16);
-        for (int r = 0; r < R; r++) {
-            const int8_t *xq = xb[r]->qs + 16 * g;
-            const int32_t *o = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
-            __m256i pa = _mm256_dpbusd_epi32(_mm256_set1_epi32(o[0]), q[0], wk_bcast4(xq));
-            __m256i pb = _mm256_dpbusd_epi32(_mm256_set1_epi32(o[1]), q[2], wk_bcast4(xq + 8));
-            pa = _mm256_dpbusd_epi32(pa, q[1], wk_bcast4(xq + 4));
-            pb = _mm256_dpbusd_epi32(pb, q[3], wk_bcast4(xq + 12));
-            const int j = (2 * g) % WK_NCH(R);
-            ch[r][j] = _mm256_dpwssd_epi32(ch[r][j], pa, sc);
-            ch[r][j + 1] = _mm256_dpwssd_epi32(ch[r][j + 1], pb, sc);
-        }
-    }
-    wk_vnni_fold(R, ch, isum);
-    wk_acc_q6_K(R, blk, xb, isum, acc);
-}
-WK_TILES_R4(wk_vnni_q6_Kx8, sizeof(wk_block_q6_K))
-
-/* ---- Q2_Kx8: per 16-element group one sum of 4 steps (at most 16 x 3 x 128: 16 bits),
- * multiplied by its 4-bit scale with one dpwssd ---- */
 /* wk_q2x8_group with one shift instead of three (shifts share two ports with dpbusd;
  * the byte shuffles that replace them run on a third): steps 1 and 3 through a table of
  * nibble >> 2. */
@@ -327,12 +281,6 @@ static void wk_vnni_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w,
     wk_run_tiles(wk_vnni_q4_Kx8_tiles, 2, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_q6_tiles(wk_vnni_q6_Kx8_tiles, wk_vnni_q6_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
-}
-
 static void wk_vnni_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
@@ -343,7 +291,6 @@ WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_vnni_tiles_q4_1)
 WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_vnni_tiles_q5_0)
 WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS, wk_vnni_tiles_q5_1)
 WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
-WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
 WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
 
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
@@ -356,7 +303,6 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_0: return wk_vnni_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_vnni_packed_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_packed_q4_K;
-    case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     default: return NULL;
     }
