@@ -57,11 +57,7 @@ WK_INLINE void wk_q8_0x8_block(const int R, const uint8_t *blk, const char *x, s
 }
 WK_TILES_R2(wk_q8_0x8, sizeof(wk_block_q8_0))
 
-static void wk_tiles_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_q8_0x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q8_0, wk_q8_0x8_tiles, 2, 32, false, NULL)
 
 /* ---- Q4_0x8: unsigned nibbles q; sum((q - 8) * x) = sum(q * x) - 8 * sum(x) ------------
  * aux: the rows' block sums. */
@@ -89,13 +85,7 @@ WK_INLINE void wk_q4_0x8_block(const int R, const uint8_t *blk, const char *x, s
 }
 WK_TILES_R2(wk_q4_0x8, sizeof(wk_block_q4_0))
 
-static void wk_tiles_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    int16_t sx[2 * (k / 32)];
-    wk_run_tiles(wk_q4_0x8_tiles, 2, k / 32, sx, wk_q8_block_sum_fn, sizeof(wk_block_q8_0), 2, nr,
-                 nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q4_0, wk_q4_0x8_tiles, 2, 32, true, wk_q8_block_sum_fn)
 
 /* ---- Q4_Kx8 ----------------------------------------------------------------------- */
 
@@ -156,11 +146,7 @@ WK_TILES_R2(wk_q4_Kx8, sizeof(wk_block_q4_K))
 
 /* Two rows share each super-block read (a row at a time read the weights twice: m = 2
  * took 1.5x the time of m = 1). */
-static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_q4_Kx8_tiles, 2, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q4_K, wk_q4_Kx8_tiles, 2, 256, false, NULL)
 
 /* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
  * Q5 codes (up to 31) are widened every two loads (8 products per 16-bit lane). */
@@ -171,18 +157,12 @@ static void wk_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
                                 int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
     {                                                                                              \
         const int16_t *sx = aux;                                                                   \
-        const __m256i ones = _mm256_set1_epi16(1), m4 = _mm256_set1_epi8(0x0f);                    \
+        const __m256i ones = _mm256_set1_epi16(1);                                                 \
         __m256i p16[4], i32[4];                                                                    \
         for (int r = 0; r < R; r++) p16[r] = i32[r] = _mm256_setzero_si256();                      \
         for (int s = 0; s < 4; s++) {                                                              \
-            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));              \
-            __m256i lo = _mm256_and_si256(v, m4);                                                  \
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
-            if (Q5) {                                                                              \
-                __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));                  \
-                lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                                \
-                hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                            \
-            }                                                                                      \
+            __m256i lo, hi;                                                                        \
+            wk_leg_codes(blk, QOFF, MOFF, Q5, s, &lo, &hi);                                        \
             for (int r = 0; r < R; r++) {                                                          \
                 const XB *xb = (const XB *)(x + r * xs) + b;                                       \
                 __m256i a = _mm256_maddubs_epi16(lo, wk_bcast4(xb->qs + 4 * s));                   \
@@ -206,25 +186,11 @@ WK_LEG_TILES(wk_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false
 WK_LEG_TILES(wk_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
 WK_LEG_TILES(wk_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
-static void wk_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_q4_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q4_1, wk_q4_1x8_tiles, 2, 32, false, NULL)
 
-static void wk_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    int16_t sx[2 * (k / 32)];
-    wk_run_tiles(wk_q5_0x8_tiles, 2, k / 32, sx, wk_q8_block_sum_fn, sizeof(wk_block_q8_0), 2, nr,
-                 nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q5_0, wk_q5_0x8_tiles, 2, 32, true, wk_q8_block_sum_fn)
 
-static void wk_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_q5_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q5_1, wk_q5_1x8_tiles, 2, 32, false, NULL)
 
 /* ---- Q6_Kx8: 6-bit codes (value + 32), int8 scale per 16 elements --------------------
  * A tile of R rows (1 to 4) x 8 columns reads each super-block once for its rows and
@@ -331,11 +297,7 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
 }
 WK_TILES_R4(wk_q2_Kx8, sizeof(wk_block_q2_K))
 
-static void wk_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                           const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_q2_Kx8_tiles, 4, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
 WK_PACKED_FN(wk, q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS, wk_tiles_q8_0)

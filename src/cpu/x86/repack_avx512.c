@@ -85,6 +85,17 @@ WK_INLINE void wk_vnni_fold(const int R, __m256i chain[][4], __m256i *isum)
     }
 }
 
+/* The rows' Q8_K super-blocks b, their min sums and chains at zero. */
+WK_INLINE void wk_vnni_k_start(const int R, const char *x, size_t xs, int64_t b,
+                               const wk_block_q8_K **xb, __m256i *msum, __m256i ch[][4])
+{
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
+    }
+}
+
 /* ---- Q4_1, Q5_0, Q5_1: 4 or 5-bit unsigned codes, with a min or an offset (aux: the
  * rows' block sums, for an OFFSET) ---- */
 #define WK_VNNI_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                           \
@@ -92,21 +103,14 @@ WK_INLINE void wk_vnni_fold(const int R, __m256i chain[][4], __m256i *isum)
                                 int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
     {                                                                                              \
         const int16_t *sx = aux;                                                                   \
-        const __m256i m4 = _mm256_set1_epi8(0x0f);                                                 \
         __m256i isum[4], isum2[4];                                                                 \
         for (int r = 0; r < R; r++) {                                                              \
             isum[r] = (OFFSET) ? _mm256_set1_epi32(-(OFFSET) * sx[r * nb + b]) : _mm256_setzero_si256(); \
             isum2[r] = _mm256_setzero_si256();                                                     \
         }                                                                                          \
         for (int s = 0; s < 4; s++) {                                                              \
-            __m256i v = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));              \
-            __m256i lo = _mm256_and_si256(v, m4);                                                  \
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);                            \
-            if (Q5) {                                                                              \
-                __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + (MOFF)));                  \
-                lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * s));                                \
-                hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * s + 1));                            \
-            }                                                                                      \
+            __m256i lo, hi;                                                                        \
+            wk_leg_codes(blk, QOFF, MOFF, Q5, s, &lo, &hi);                                        \
             for (int r = 0; r < R; r++) {                                                          \
                 const XB *xb = (const XB *)(x + r * xs) + b;                                       \
                 isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));             \
@@ -134,11 +138,7 @@ WK_INLINE void wk_vnni_q4_Kx8_block(const int R, const uint8_t *blk, const char 
     wk_k4x8_decode(blk + 80, mn);
     const wk_block_q8_K *xb[4];
     __m256i isum[4], msum[4], ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
-    }
+    wk_vnni_k_start(R, x, xs, b, xb, msum, ch);
     for (int p = 0; p < 4; p++) {
         const __m256i slo = wk_vnni_cols_u8(sc + 8 * (2 * p)), shi = wk_vnni_cols_u8(sc + 8 * (2 * p + 1));
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
@@ -200,11 +200,7 @@ WK_INLINE void wk_vnni_q2_Kx8_block(const int R, const uint8_t *blk, const char 
     const uint8_t *scb = blk + 32;
     const wk_block_q8_K *xb[4];
     __m256i isum[4], msum[4], ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
-    }
+    wk_vnni_k_start(R, x, xs, b, xb, msum, ch);
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
         wk_vnni_q2x8_group(blk + 160 + 32 * g, q);
@@ -241,51 +237,19 @@ static int16_t wk_vnni_block_sum(const int8_t *qs)
     return (int16_t)_mm_cvtsi128_si32(s);
 }
 
-static void wk_vnni_packed_q8_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                                const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_vnni_q8_0x8_tiles, 4, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0x8_tiles, 4, 32, false, NULL)
 
-static void wk_vnni_packed_q4_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                                const void *x, size_t xs, float *y, size_t ldy)
-{
-    int16_t sx[4 * (k / 32)];
-    wk_run_tiles(wk_vnni_q4_0x8_tiles, 4, k / 32, sx, wk_vnni_block_sum, sizeof(wk_block_q8_0), 2,
-                 nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0x8_tiles, 4, 32, true, wk_vnni_block_sum)
 
-static void wk_vnni_tiles_q4_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_vnni_q4_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_tiles_q4_1, wk_vnni_q4_1x8_tiles, 2, 32, false, NULL)
 
-static void wk_vnni_tiles_q5_0(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    int16_t sx[2 * (k / 32)];
-    wk_run_tiles(wk_vnni_q5_0x8_tiles, 2, k / 32, sx, wk_vnni_block_sum, sizeof(wk_block_q8_0), 2,
-                 nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_tiles_q5_0, wk_vnni_q5_0x8_tiles, 2, 32, true, wk_vnni_block_sum)
 
-static void wk_vnni_tiles_q5_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_vnni_q5_1x8_tiles, 2, k / 32, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1x8_tiles, 2, 32, false, NULL)
 
-static void wk_vnni_tiles_q4_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_vnni_q4_Kx8_tiles, 2, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4_Kx8_tiles, 2, 256, false, NULL)
 
-static void wk_vnni_tiles_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
-{
-    wk_run_tiles(wk_vnni_q2_Kx8_tiles, 4, k / 256, NULL, NULL, 0, 0, nr, nc, w, ws, x, xs, y, ldy);
-}
+WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2_Kx8_tiles, 4, 256, false, NULL)
 
 WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_vnni_tiles_q4_1)
 WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_vnni_tiles_q5_0)

@@ -154,6 +154,32 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int64_t nb, in
     }
 }
 
+/* FN (a wk_gemm_fn): TILES in row tiles of up to RT rows over blocks of BS; with SX, the
+ * block sums of the rows' Q8_0 blocks, by BSUM, for the types with an offset. */
+#define WK_TILES_FN(FN, TILES, RT, BS, SX, BSUM)                                                   \
+    static void FN(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,     \
+                   size_t xs, float *y, size_t ldy)                                                \
+    {                                                                                              \
+        int16_t sx[(SX) ? (RT) * (k / (BS)) : 1];                                                  \
+        wk_run_tiles(TILES, RT, k / (BS), (SX) ? sx : NULL, BSUM, sizeof(wk_block_q8_0), 2, nr,   \
+                     nc, w, ws, x, xs, y, ldy);                                                    \
+    }
+
+/* The 4-bit codes of step s of a Q4_1/Q5_0/Q5_1 block (qs at QOFF), and with Q5 the fifth
+ * bits of the plane at MOFF: elements 4s.. of the low nibbles (lo), 16 + 4s.. (hi). */
+WK_INLINE void wk_leg_codes(const uint8_t *blk, int qoff, int moff, bool q5, int s, __m256i *lo, __m256i *hi)
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256i v = _mm256_loadu_si256((const __m256i *)(blk + qoff + 32 * s));
+    *lo = _mm256_and_si256(v, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (q5) {
+        __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + moff));
+        *lo = _mm256_or_si256(*lo, wk_plane_bit4(pl, 2 * s));
+        *hi = _mm256_or_si256(*hi, wk_plane_bit4(pl, 2 * s + 1));
+    }
+}
+
 /* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: 16 int32 per
  * super-block and row, made once per span of WK_Q6_SPAN super-blocks for all the column
  * groups; a later span adds to y). */
