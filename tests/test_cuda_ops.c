@@ -73,8 +73,7 @@ int main(void)
     }
     free(x);
     /* Rejected: no values. */
-    CHECK(wk_cuda_argmax(c, wk_dp(NULL), 0, wk_dp(NULL), NULL) == WK_ERR_INVALID);
-    wk_clear_error();
+    CHECK_FAILS(wk_cuda_argmax(c, wk_dp(NULL), 0, wk_dp(NULL), NULL), WK_ERR_INVALID, "argmax of 0 values");
     wk_cuda_ctx_free(c);
     TEST_MAIN_END();
 }
