@@ -2,7 +2,8 @@
 """Medians and ratios of scripts/bench-cpu.sh's rounds: per type and m, the ms of each form,
 quantized over the f32 form, quantized per weight byte over Q8_0's, f16 input over f32
 input, and at m = 1 the quantized form's GB/s and share of the read bandwidth measured in
-the same invocation."""
+the same invocation. Also writes OUTDIR/medians.csv: the median ms and GB/s of every
+(type, m, form, input dtype) in the command's CSV columns, plus the input dtype."""
 import csv
 import glob
 import os
@@ -27,6 +28,18 @@ for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
             if row["form"] in ("quantized", "precise") and x == "f32" and row["m"] == "1":
                 if row["form"] == "quantized" or row["type"] == "f16":
                     bytes_[row["type"]] = float(row["gbps"]) * float(row["ms"]) * 1e6
+gbps = {}
+for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
+    x = "f16" if path.endswith("-xf16.csv") else "f32"
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            gbps.setdefault((row["type"], int(row["m"]), row["form"], x), []).append(float(row["gbps"]))
+with open(os.path.join(out, "medians.csv"), "w") as f:
+    f.write("type,m,form,device,threads,ms,gbps,x\n")
+    for (t, m, form, x) in sorted(gbps):
+        if (t, m, form, x) in ms and not (t == "f16" and form == "quantized"):
+            f.write(f"{t},{m},{form},cpu,2,{statistics.median(ms[(t, m, form, x)]):.4f},"
+                    f"{statistics.median(gbps[(t, m, form, x)]):.2f},{x}\n")
 # The probe of each invocation, in order, and the m = 1 line that follows it.
 for path in sorted(glob.glob(os.path.join(out, "r*.txt"))):
     bw = None
