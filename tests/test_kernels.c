@@ -258,6 +258,25 @@ static void test_repacked(wk_isa isa)
     }
 }
 
+/* ys, nr rows of nc outputs ld floats apart, within the scalar kernel's tolerance of yr
+ * (the case's magnitudes); `what` names the case in a failure. */
+static void near_scalar(const repacked_case *cs, const char *what, const float *ys, const float *yr, int nr,
+                        int nc, int ld)
+{
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++)
+            CHECK_MSG(fabs((double)ys[r * ld + c] - yr[r * ld + c]) <= 2e-6 * cs->mag[r * ld + c] + 1e-6,
+                      "%s at (%d,%d): %.9g vs scalar %.9g", what, r, c, ys[r * ld + c], yr[r * ld + c]);
+}
+
+/* Are the first nc outputs of nr rows ld floats apart the same bits in a and b? */
+static bool same_rows(const float *a, const float *b, int nr, int nc, int ld)
+{
+    bool same = true;
+    for (int r = 0; r < nr; r++) same = same && memcmp(a + r * ld, b + r * ld, sizeof(float) * (size_t)nc) == 0;
+    return same;
+}
+
 /* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
  * block of 5 (a tile and a remainder); 24 columns are a pair of 8-column groups served
  * together and a last group alone. Against the scalar kernel, and bitwise against the
@@ -277,11 +296,9 @@ static void test_repacked_many_rows(wk_isa isa)
         float *ys = malloc(sizeof(float) * NR * NC), *yr = malloc(sizeof(float) * NR * NC);
         packed(k, NR, NC, cs.wp, ws, cs.xq, xs, ys, NC);
         wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
-        for (int r = 0; r < NR; r++)
-            for (int c = 0; c < NC; c++)
-                CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
-                          "repacked %s, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, NR, r, c,
-                          ys[r * NC + c], yr[r * NC + c]);
+        char what[96];
+        snprintf(what, sizeof what, "repacked %s, %d rows", tr->name, NR);
+        near_scalar(&cs, what, ys, yr, NR, NC, NC);
         same_bits_per_row("repacked", t, packed, k, NR, NC, cs.wp, ws, cs.xq, xs);
         free(ys), free(yr);
         repacked_case_free(&cs);
@@ -314,11 +331,9 @@ static void test_repacked_long_k(wk_isa isa)
             CHECK_MSG(memcmp(ys, y1, sizeof(float) * (size_t)(nr * NC)) == 0,
                       "repacked %s k=%lld: %d rows at once differ from one row at a time", tr->name,
                       (long long)k, nr);
-            for (int r = 0; r < nr; r++)
-                for (int c = 0; c < NC; c++)
-                    CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
-                              "repacked %s k=%lld, %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name,
-                              (long long)k, nr, r, c, ys[r * NC + c], yr[r * NC + c]);
+            char what[96];
+            snprintf(what, sizeof what, "repacked %s k=%lld, %d rows", tr->name, (long long)k, nr);
+            near_scalar(&cs, what, ys, yr, nr, NC, NC);
         }
         repacked_case_free(&cs);
     }
@@ -349,15 +364,13 @@ static void test_repacked_groups(wk_isa isa)
             for (int ng = 1; ng <= NG; ng++) {
                 memset(ys, 0, sizeof(float) * NR * NC);
                 packed(k, nr, 8 * ng, cs.wp, ws, cs.xq, xs, ys, NC);
-                bool same = true;
-                for (int r = 0; r < nr; r++) same = same && memcmp(ys + r * NC, y1 + r * NC, sizeof(float) * 8 * ng) == 0;
-                CHECK_MSG(same, "repacked %s (%s) k=%lld, %d rows x %d groups differ from one group at a time",
+                CHECK_MSG(same_rows(ys, y1, nr, 8 * ng, NC),
+                          "repacked %s (%s) k=%lld, %d rows x %d groups differ from one group at a time",
                           tr->name, wk_isa_name(isa), (long long)k, nr, ng);
-                for (int r = 0; r < nr; r++)
-                    for (int c = 0; c < 8 * ng; c++)
-                        CHECK_MSG(fabs((double)ys[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
-                                  "repacked %s (%s), %d rows x %d groups at (%d,%d): %.9g vs scalar %.9g",
-                                  tr->name, wk_isa_name(isa), nr, ng, r, c, ys[r * NC + c], yr[r * NC + c]);
+                char what[96];
+                snprintf(what, sizeof what, "repacked %s (%s), %d rows x %d groups", tr->name, wk_isa_name(isa),
+                         nr, ng);
+                near_scalar(&cs, what, ys, yr, nr, 8 * ng, NC);
             }
         }
         free(yr), free(ys), free(y1);
@@ -467,15 +480,13 @@ static void test_repacked_avx512_vs_avx2(void)
                     if (nr > 5 && ng > 3 && ng < NG) continue;
                     f512(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
                     f2(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
-                    bool same = true;
-                    for (int r = 0; r < nr; r++) same = same && memcmp(ya + r * NC, yb + r * NC, sizeof(float) * 8 * ng) == 0;
-                    CHECK_MSG(same, "repacked %s k=%lld, %d rows x %d groups: AVX-512 differs from AVX2",
-                              tr->name, (long long)k, nr, ng);
-                    for (int r = 0; r < nr; r++)
-                        for (int c = 0; c < 8 * ng; c++)
-                            CHECK_MSG(fabs((double)ya[r * NC + c] - yr[r * NC + c]) <= 2e-6 * cs.mag[r * NC + c] + 1e-6,
-                                      "repacked %s (AVX-512) k=%lld, %d rows x %d groups at (%d,%d): %.9g vs scalar %.9g",
-                                      tr->name, (long long)k, nr, ng, r, c, ya[r * NC + c], yr[r * NC + c]);
+                    CHECK_MSG(same_rows(ya, yb, nr, 8 * ng, NC),
+                              "repacked %s k=%lld, %d rows x %d groups: AVX-512 differs from AVX2", tr->name,
+                              (long long)k, nr, ng);
+                    char what[96];
+                    snprintf(what, sizeof what, "repacked %s (AVX-512) k=%lld, %d rows x %d groups", tr->name,
+                             (long long)k, nr, ng);
+                    near_scalar(&cs, what, ya, yr, nr, 8 * ng, NC);
                 }
             free(yr), free(ya), free(yb);
             repacked_case_free(&cs);

@@ -16,7 +16,7 @@
 typedef struct {
     const uint64_t *buf;
     size_t words;
-    int prefetch; /* 0: plain, 1: prefetch ahead, 2: 8 streams (AVX2 only) */
+    int mode; /* 0: plain, 1: prefetch ahead, 2: 8 streams (AVX2 only) */
     uint64_t sums[256];
 } wk_bw_job;
 
@@ -32,8 +32,8 @@ static void wk_bw_worker(void *arg, int ith, int nth)
     const uint64_t *p = j->buf + per * (size_t)ith;
 #if defined(WICK_HAVE_X86)
     if (wk_cpu_isa() >= WK_ISA_AVX2) {
-        j->sums[ith % 256] = j->prefetch == 2 ? wk_avx2_stream_sum_multi(p, per * 8, 8)
-                                              : wk_avx2_stream_sum(p, per * 8, j->prefetch);
+        j->sums[ith % 256] = j->mode == 2 ? wk_avx2_stream_sum_multi(p, per * 8, 8)
+                                          : wk_avx2_stream_sum(p, per * 8, j->mode);
         return;
     }
 #endif
@@ -83,7 +83,7 @@ double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
     wk_pool_run(pool, wk_bw_worker, &j);
     double best = 0;
     for (int r = 0; r < 3 * reps; r++) {
-        j.prefetch = r % 3;
+        j.mode = r % 3;
         double t0 = wk_now();
         wk_pool_run(pool, wk_bw_worker, &j);
         size_t read = j.words / (size_t)wk_pool_threads(pool) / 32 * 32 * 8 * (size_t)wk_pool_threads(pool);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/argmax.h"
 #include "core/error.h"
 #include "model/backend.h"
 #include "cpu/cpu_engine.h"
@@ -271,10 +272,7 @@ static wk_status cpu_add(wk_engine *e, float *y, const float *x, int64_t n)
 static wk_status cpu_argmax(wk_engine *e, const float *x, int64_t n, int32_t *out)
 {
     (void)e;
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    *out = (int32_t)best;
+    *out = wk_argmax_f32(x, n);
     return WK_OK;
 }
 

@@ -303,9 +303,10 @@ __global__ void copy_kernel(wk_dptr dd, wk_dptr sd, int64_t n, const int64_t *dp
         d[i] = s[i];
 }
 
-/* One block: each thread scans every 1024th value (first strictly larger wins), then the
- * (value, index) pairs meet in a tree where the larger value, else the smaller index, wins.
- * NaNs never win; x[0] a NaN means index 0, as in a scan from x[0]. */
+/* wk_argmax_f32 (core/argmax.h) on one block: each thread scans every 1024th value (first
+ * strictly larger wins), then the (value, index) pairs meet in a tree where the larger
+ * value, else the smaller index, wins. NaNs never win; x[0] a NaN means index 0, as in the
+ * scan from x[0]. */
 constexpr int ARGMAX_THREADS = 1024;
 __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(wk_dptr xd, int64_t n, wk_dptr outd,
                                                                const int64_t *dpos)

@@ -68,9 +68,8 @@ typedef struct wk_backend {
     /* dst[i] = src[i] for i < n floats (device to device; regions do not overlap). */
     wk_status (*copy)(wk_engine *e, float *dst, const float *src, int64_t n);
 
-    /* *out = the index of the largest x[i], i < n: the first of equal ones, 0 when x[0] is a
-     * NaN, NaNs skipped otherwise (what a scan keeping the first strictly larger value
-     * gives). out is one int32 in this engine's memory: greedy decoding copies back one id
+    /* *out = wk_argmax_f32(x, n) (core/argmax.h: the first of equal values, NaNs passed
+     * over). out is one int32 in this engine's memory: greedy decoding copies back one id
      * instead of the vocabulary's logits. */
     wk_status (*argmax)(wk_engine *e, const float *x, int64_t n, int32_t *out);
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/argmax.h"
 #include "core/error.h"
 #include "wick/model.h"
 
@@ -88,14 +89,6 @@ void wk_sampler_free(wk_sampler *s)
     free(s);
 }
 
-static int32_t argmax(const float *logits, int64_t n)
-{
-    int64_t best = 0;
-    for (int64_t i = 1; i < n; i++)
-        if (logits[i] > logits[best]) best = i;
-    return (int32_t)best;
-}
-
 /* Larger logit first; equal logits by smaller id, so the order is total and stable. */
 static int by_logit_desc(const void *a, const void *b)
 {
@@ -125,7 +118,7 @@ static int64_t top_k_sorted(candidate *cand, const float *logits, int64_t n, int
 int32_t wk_sampler_sample(wk_sampler *s, const float *logits)
 {
     int64_t n = s->n_vocab;
-    if (s->opt.temperature == 0.0f) return argmax(logits, n);
+    if (s->opt.temperature == 0.0f) return wk_argmax_f32(logits, n);
 
     /* Candidates: the top k (sorted), or every token (sorted only when top-p needs it). */
     candidate *cand = s->cand;

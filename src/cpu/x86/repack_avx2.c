@@ -208,10 +208,7 @@ WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     const int32_t *lo = aux;
     const wk_block_q8_K *xb[4];
     __m256i isum[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        isum[r] = _mm256_setzero_si256();
-    }
+    wk_q8_K_rows(R, x, xs, b, xb, isum);
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
         wk_q6x8_group(blk + 144 + 96 * g, q);
@@ -259,10 +256,7 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     const uint8_t *scb = blk + 32;
     const wk_block_q8_K *xb[4];
     __m256i isum[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        isum[r] = _mm256_setzero_si256();
-    }
+    wk_q8_K_rows(R, x, xs, b, xb, isum);
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
         wk_q2x8_group(blk + 160 + 32 * g, q);

@@ -36,6 +36,16 @@ WK_INLINE __m256 wk_load_f16x8(const void *p)
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
 
+/* The rows' Q8_K super-blocks b and their integer sums at zero (the K-type blocks). */
+WK_INLINE void wk_q8_K_rows(const int R, const char *x, size_t xs, int64_t b, const wk_block_q8_K **xb,
+                            __m256i *isum)
+{
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        isum[r] = _mm256_setzero_si256();
+    }
+}
+
 /* acc[r] += isum[r] x (the group's 8 f16 scales at blk) x (row r's Q8_0 block b scale). */
 WK_INLINE void wk_acc_q8_0(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                            const __m256i *isum, __m256 *acc)
