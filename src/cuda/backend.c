@@ -38,6 +38,9 @@ typedef struct cuda_be {
     void *graph;      /* the instantiated graph of the template, once captured */
     int64_t *dpos;    /* device position */
     bool graphs_off;  /* WICK_CUDA_GRAPHS=0 */
+    bool attn_o_off;  /* WICK_CUDA_ATTN_O=0: no attention + output projection launches */
+    float *heads_buf; /* the heads' output projection shares and their sum (plan_lazy_o) */
+    int64_t heads_floats;
     long replays, captures, eager_lists;
 } cuda_be;
 
@@ -47,6 +50,7 @@ static void be_free_state(void *p)
     if (!b) return;
     wk_cuda_graph_free(b->graph);
     wk_cuda_free(b->dpos);
+    wk_cuda_free(b->heads_buf);
     free(b->list);
     free(b->tmpl);
     free(b);
@@ -69,6 +73,8 @@ static wk_status be_get(wk_engine *e, cuda_be **out)
         }
         const char *g = getenv("WICK_CUDA_GRAPHS");
         b->graphs_off = g && strcmp(g, "0") == 0;
+        const char *ao = getenv("WICK_CUDA_ATTN_O");
+        b->attn_o_off = ao && strcmp(ao, "0") == 0;
         *slot = b;
     }
     *out = *slot;
@@ -166,12 +172,11 @@ static bool qmv_rec(const rec *r, wk_type *t, const void **w)
            wk_cuda_mm_quant_weight(r->obj, t, w);
 }
 
-/* Decode-sized work as one matrix-vector launch: an optional RMSNorm or silu_mul that
- * makes the input, up to three matmuls of that input with one weight type, then the RoPE
- * of their outputs or the residual add of the last one's result. Returns the records
- * consumed (0: no match). */
-static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const int64_t *dpos,
-                   wk_status *st)
+/* Decode-sized work as one matrix-vector job: an optional RMSNorm or silu_mul that makes
+ * the input, up to three matmuls of that input with one weight type, then the RoPE of
+ * their outputs or the residual add of the last one's result. Returns the records it
+ * covers (0: no match). */
+static int build_qmv(const rec *l, int n, int i, int64_t P, const int64_t *dpos, wk_cuda_qmv_job *job)
 {
     wk_cuda_qmv_job j = {0};
     wk_dptr a[REC_PTRS];
@@ -251,8 +256,108 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
         j.out[j.nout - 1].add = aa[0];
         end++;
     }
-    *st = wk_cuda_qmv(wk_cuda_engine_ctx(e), &j);
+    *job = j;
     return end - i;
+}
+
+static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const int64_t *dpos, wk_status *st)
+{
+    wk_cuda_qmv_job j;
+    const int used = build_qmv(l, n, i, P, dpos, &j);
+    if (used) *st = wk_cuda_qmv(wk_cuda_engine_ctx(e), &j);
+    return used;
+}
+
+/* A decode step's attention, output projection and residual add, then the MLP's RMSNorm
+ * (+ gate, up) of that residual and, after the SiLU-gated product, the down projection
+ * added to it: the attention launch also computes each head's share of the output
+ * projection (wk_cuda_attention_o), the RMSNorm launch adds the shares to the residual
+ * as it reads it and stores the sum, and the down projection's launch adds its result to
+ * that sum into the residual. One launch fewer per layer, and the residual is written
+ * once. Matched only in exactly that shape (records a .. a+2 and two matrix-vector jobs
+ * after them, nothing else touching the residual or the projection's output). */
+typedef struct lazy_o {
+    int norm_at, down_at, end;  /* where the two jobs start; the record after them */
+    wk_cuda_qmv_job norm, down; /* the jobs, parts and sums filled in */
+    wk_type wtype;              /* the output projection */
+    const void *w;
+    int64_t n_out;
+} lazy_o;
+
+static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dpos, float *buf,
+                        int64_t buf_floats, lazy_o *z)
+{
+    const rec *at = &l[a];
+    if (at->op != OP_ATTENTION || at->i[0] != 1 || a + 3 >= n) return false;
+    const rec *mo = &l[a + 1], *ad = &l[a + 2];
+    wk_type t;
+    const void *w;
+    if (!qmv_rec(mo, &t, &w) || mo->i[0] != 1 || mo->p[0] != at->p[0] || mo->stride[0] != at->stride[0] ||
+        mo->i[2] != at->i[1] * at->i[3])
+        return false;
+    if (ad->op != OP_ADD || ad->p[1] != mo->p[1] || ad->stride[1] != mo->stride[1] || ad->i[0] != mo->i[1])
+        return false;
+    const int64_t n_out = mo->i[1];
+    if (!buf || buf_floats < (at->i[1] + 1) * n_out || n_out % 4) return false;
+    z->wtype = t;
+    z->w = w;
+    z->n_out = n_out;
+    wk_dptr aa[REC_PTRS];
+    rec_addrs(at, P, dpos, aa);
+    if (!wk_cuda_attention_o_fits(t, w, n_out, aa[1], (const float *)at->p[2], (const float *)at->p[3],
+                                  at->i[2], at->i[3]))
+        return false;
+    const char *X = ad->p[0], *O = mo->p[1];
+    /* The RMSNorm job: reads the residual, writes something else. */
+    z->norm_at = a + 3;
+    const rec *nr = &l[z->norm_at];
+    int u1 = build_qmv(l, n, z->norm_at, P, dpos, &z->norm);
+    if (!u1 || z->norm.src != WK_QMV_RMSNORM || nr->p[1] != X || nr->stride[1] != ad->stride[0] ||
+        nr->p[0] == X || z->norm.m != 1 || nr->i[1] != n_out)
+        return false;
+    /* The down job: its last output added to the residual, ending right there. */
+    z->down_at = z->norm_at + u1;
+    int u2 = z->down_at < n ? build_qmv(l, n, z->down_at, P, dpos, &z->down) : 0;
+    z->end = z->down_at + u2;
+    if (!u2 || z->down.m != 1 || l[z->end - 1].op != OP_ADD || l[z->end - 1].p[0] != X ||
+        l[z->end - 1].stride[0] != ad->stride[0] || l[z->end - 1].i[0] != n_out)
+        return false;
+    /* Nothing between reads or writes the residual but those two, nor reads the
+     * projection's output (which is no longer written) before it is overwritten. */
+    for (int i = z->norm_at + 1; i < z->end - 1; i++)
+        for (int k = 0; k < REC_PTRS; k++)
+            if (l[i].p[k] == X) return false;
+    if (O == X || (nr->p[0] != O && read_later(l, n, a + 3, O))) return false;
+    if (z->norm.out[z->norm.nout - 1].add.base) return false;
+    z->norm.parts = buf;
+    z->norm.nparts = (int)at->i[1];
+    z->norm.sum_out = buf + at->i[1] * n_out;
+    z->down.out[z->down.nout - 1].add_from = z->norm.sum_out;
+    return true;
+}
+
+/* The backend state (made by be_get before any list runs). */
+static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx(e), be_free_state); }
+
+/* Is there room for the heads' shares of the output projection after attention record a?
+ * Grown only outside capture (may_grow): a captured graph keeps the address it saw. */
+static bool heads_buf_for(wk_engine *e, const rec *l, int n, int a, bool may_grow)
+{
+    cuda_be *b = b_of(e);
+    if (!b || b->attn_o_off || a + 1 >= n || l[a + 1].op != OP_MATMUL) return false;
+    const int64_t need = (l[a].i[1] + 1) * l[a + 1].i[1];
+    if (need <= b->heads_floats) return true;
+    if (!may_grow) return false;
+    wk_cuda_ctx_sync(wk_cuda_engine_ctx(e));
+    wk_cuda_free(b->heads_buf);
+    b->heads_buf = NULL;
+    b->heads_floats = 0;
+    if (wk_cuda_malloc((size_t)need * sizeof(float), (void **)&b->heads_buf) != WK_OK) {
+        wk_clear_error();
+        return false;
+    }
+    b->heads_floats = need;
+    return true;
 }
 
 /* Run a list, fusing where the next operation allows it:
@@ -262,7 +367,8 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
  *   the matmul's kernel;
  * - consecutive matmuls of one input (q, k, v; gate, up) prepare it once;
  * - with at most WK_CUDA_QMV_ROWS rows (decode), all of that is one matrix-vector launch
- *   (try_qmv), the RoPE of q and k included. */
+ *   (try_qmv), the RoPE of q and k included;
+ * - a decode step's attention also computes the output projection (plan_lazy_o). */
 static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
 {
     wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
@@ -271,6 +377,18 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
         wk_dptr a[REC_PTRS];
         rec_addrs(r, P, dpos, a);
         wk_status st = WK_OK;
+        lazy_o z;
+        if (r->op == OP_ATTENTION && r->i[0] == 1 && heads_buf_for(e, l, n, i, !dpos) &&
+            plan_lazy_o(l, n, i, P, dpos, b_of(e)->heads_buf, b_of(e)->heads_floats, &z)) {
+            st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
+                                     dpos ? r->pos - P : r->pos, r->i[1], r->i[2], r->i[3], dpos, z.wtype, z.w,
+                                     z.n_out, b_of(e)->heads_buf);
+            if (!st) st = wk_cuda_qmv(c, &z.norm);
+            if (!st) st = wk_cuda_qmv(c, &z.down);
+            if (st) return st;
+            i = z.end - 1;
+            continue;
+        }
         int used = try_qmv(e, l, n, i, P, dpos, &st);
         if (used) {
             if (st) return st;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 
 #include "cuda/cuda_util.cuh"
+#include "cuda/qdecode.cuh"
+#include "cuda/traits_cxx.h"
 
 namespace {
 
@@ -83,10 +85,11 @@ constexpr int ATT_WARPS = 16;
 constexpr int ATT_DMAX = 8; /* head_dim <= 256 */
 
 /* The warps' online softmaxes (running maximum m, sum l, and acc: dims lane + 32 i) merged
- * in a fixed order into out[0 .. hd). sm_acc holds ATT_WARPS rows of 32 N floats. */
+ * in a fixed order into out[0 .. hd), and into so (shared memory) when given. sm_acc holds
+ * ATT_WARPS rows of 32 N floats. */
 template <int N>
 __device__ __forceinline__ void merge_warps(float m, float l, const float (&acc)[N], float *sm_m, float *sm_l,
-                                            float *sm_acc, int hd, float *out)
+                                            float *sm_acc, int hd, float *out, float *so = NULL)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) {
@@ -107,6 +110,7 @@ __device__ __forceinline__ void merge_warps(float m, float l, const float (&acc)
         float o = 0.f;
         for (int w = 0; w < ATT_WARPS; w++) o += sm_acc[w * 32 * N + d] * f[w];
         out[d] = o / L;
+        if (so) so[d] = o / L;
     }
 }
 
@@ -175,10 +179,9 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * (lane + 32 i) and add up the 32 keys' v rows. Warps take every ATT_WARPS-th group of 32
  * keys and are merged as above. Fixed order throughout: the same result on every run. */
 template <int HD>
-__global__ void __launch_bounds__(ATT_WARPS * 32)
-    attention_tiled_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
-                           const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
-                           const int64_t *dpos)
+__device__ __forceinline__ void attend_tiled(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
+                                             const float *__restrict__ vc, int64_t pos_off, int n_heads,
+                                             int n_kv_heads, const int64_t *dpos, float *so)
 {
     constexpr int LPK = HD / 8;      /* lanes per key in the scores */
     constexpr int KPS = 32 / LPK;    /* keys per step */
@@ -187,8 +190,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     constexpr int SB = STEPS < 8 ? STEPS : 8; /* steps whose k loads are issued together */
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
     __shared__ float sm_acc[ATT_WARPS][HD];
-    pdl_wait();
-    pdl_release();
     const int h = blockIdx.x, r = blockIdx.y;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int sub = lane % LPK, kq = lane / LPK;
@@ -265,7 +266,102 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 #pragma unroll
         for (int i = 0; i < DPL; i++) acc[i] = acc[i] * corr + vs[i];
     }
-    merge_warps(m, l, acc, sm_m, sm_l, &sm_acc[0][0], HD, at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * HD);
+    merge_warps(m, l, acc, sm_m, sm_l, &sm_acc[0][0], HD, at<float>(outd, dpos) + ((int64_t)r * n_heads + h) * HD,
+                so);
+}
+
+template <int HD>
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    attention_tiled_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
+                           const float *__restrict__ vc, int64_t pos_off, int n_heads, int n_kv_heads,
+                           const int64_t *dpos)
+{
+    pdl_wait();
+    pdl_release();
+    attend_tiled<HD>(outd, qd, kc, vc, pos_off, n_heads, n_kv_heads, dpos, NULL);
+}
+
+/* A decode step's attention (one row) and the output projection's share of its head, in
+ * one launch: block h holds head h's result o_h in shared memory after the attention and
+ * writes part_h = W[:, h HD .. h HD + HD) · o_h, all n_out of them, to parts + h n_out
+ * (the output projection is the sum of the parts over the heads, which the next launch
+ * adds in a fixed order; see wk_cuda_qmv_job.parts). The head's slice of every weight row
+ * depends on nothing earlier: before the dependency wait the block copies it into shared
+ * memory (asynchronous 4-byte copies, consecutive threads on consecutive words of a row),
+ * so it arrives while the attention runs. Then a thread takes whole rows: each of its
+ * HD / 4 steps decodes 4 weights (the format's step function, exact in f32) and multiplies
+ * them with o_h in f32. */
+template <class T, int HD> struct att_o_geom {
+    static constexpr int SLICE = HD >= T::QK ? HD / T::QK * T::BYTES : T::BYTES; /* bytes of a row's slice */
+    static constexpr int WORDS = (SLICE + 3 + 3) / 4; /* words a row may take: it may start mid-word */
+    /* F16's step reads 8 bytes at once: rows on 8 bytes, 2 banks apart; the others read
+     * 4 bytes: an odd number of words, rows in distinct banks. */
+    static constexpr bool V8 = T::QK == 16;
+    static constexpr int EVEN = WORDS + (WORDS & 1);
+    static constexpr int PITCH = (V8 ? (EVEN % 4 == 2 ? EVEN : EVEN + 2) : (WORDS | 1)) * 4;
+};
+
+template <class T, int HD>
+__global__ void __launch_bounds__(ATT_WARPS * 32)
+    attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc,
+                       int64_t pos_off, int n_heads, int n_kv_heads, const int64_t *dpos,
+                       const uint8_t *__restrict__ wo, int n_out, int row_bytes, float *__restrict__ parts)
+{
+    using G = att_o_geom<T, HD>;
+    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes */
+    __shared__ float so[HD];
+    const int h = blockIdx.x, col0 = h * HD;
+    const int slice0 = col0 / T::QK * T::BYTES; /* the slice's first byte in a row */
+    for (int idx = threadIdx.x; idx < n_out * G::WORDS; idx += blockDim.x) {
+        const int i = idx / G::WORDS, wd = idx - i * G::WORDS;
+        const uintptr_t src = (uintptr_t)(wo + (size_t)i * row_bytes + slice0);
+        if (4 * wd >= (int)(src & 3) + G::SLICE) continue; /* only words that hold slice bytes */
+        const unsigned dst = (unsigned)__cvta_generic_to_shared(wsm + (size_t)i * G::PITCH + 4 * wd);
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"((src & ~(uintptr_t)3) + 4 * wd));
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+    pdl_wait();
+    pdl_release();
+    attend_tiled<HD>(outd, qd, kc, vc, pos_off, n_heads, n_kv_heads, dpos, so);
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    for (int i = threadIdx.x; i < n_out; i += blockDim.x) {
+        const int sh = (int)((uintptr_t)(wo + (size_t)i * row_bytes + slice0) & 3);
+        const uint8_t *row = wsm + (size_t)i * G::PITCH + sh;
+        float acc = 0.f;
+#pragma unroll
+        for (int u = 0; u < HD / 4; u++) {
+            const int e = col0 + 4 * u, o = e % T::QK;
+            uint32_t h01, h23;
+            float sc, ad;
+            T::step(row + (e / T::QK - col0 / T::QK) * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
+            const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
+            const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
+            acc = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc);
+            acc = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc);
+            acc = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc);
+            acc = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc);
+        }
+        parts[(size_t)h * n_out + i] = acc;
+    }
+}
+
+/* Shared memory the slices take, and the most the kernel is given. */
+constexpr size_t ATT_O_SMEM_MAX = 160 << 10;
+template <class T, int HD> size_t att_o_smem(int64_t n_out) { return (size_t)n_out * att_o_geom<T, HD>::PITCH; }
+
+typedef void (*att_o_fn)(wk_dptr, wk_dptr, const float *, const float *, int64_t, int, int, const int64_t *,
+                         const uint8_t *, int, int, float *);
+struct att_o_kernel {
+    att_o_fn fn;
+    size_t smem; /* for n_out rows */
+};
+template <class T> att_o_kernel att_o_for(int64_t hd, int64_t n_out)
+{
+    if (hd == 32) return {attention_o_kernel<T, 32>, att_o_smem<T, 32>(n_out)};
+    if (hd == 64) return {attention_o_kernel<T, 64>, att_o_smem<T, 64>(n_out)};
+    if (hd == 128) return {attention_o_kernel<T, 128>, att_o_smem<T, 128>(n_out)};
+    return {NULL, 0};
 }
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
@@ -349,6 +445,42 @@ unsigned grid_for(int64_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b);
 }
 
+/* The tiled kernel's conditions: head size 32, 64 or 128, rows on 16-byte boundaries. */
+bool tiled_fits(wk_dptr q, const float *k_cache, const float *v_cache, int64_t n_kv_heads, int64_t head_dim)
+{
+    return (head_dim == 32 || head_dim == 64 || head_dim == 128) && (uintptr_t)k_cache % 16 == 0 &&
+           (uintptr_t)v_cache % 16 == 0 && (uintptr_t)q.base % 16 == 0 && q.stride % 16 == 0 &&
+           n_kv_heads * head_dim % 4 == 0;
+}
+
+/* The fused attention + output projection kernel for a weight type and head size. */
+att_o_kernel att_o_pick(wk_type t, int64_t hd, int64_t n_out)
+{
+    switch (t) {
+    case WK_TYPE_Q4_0: return att_o_for<wkq::q4_0>(hd, n_out);
+    case WK_TYPE_Q4_1: return att_o_for<wkq::q4_1>(hd, n_out);
+    case WK_TYPE_Q5_0: return att_o_for<wkq::q5_0>(hd, n_out);
+    case WK_TYPE_Q5_1: return att_o_for<wkq::q5_1>(hd, n_out);
+    case WK_TYPE_Q8_0: return att_o_for<wkq::q8_0>(hd, n_out);
+    case WK_TYPE_Q8_1: return att_o_for<wkq::q8_1>(hd, n_out);
+    case WK_TYPE_Q2_K: return att_o_for<wkq::q2_K>(hd, n_out);
+    case WK_TYPE_Q3_K: return att_o_for<wkq::q3_K>(hd, n_out);
+    case WK_TYPE_Q4_K: return att_o_for<wkq::q4_K>(hd, n_out);
+    case WK_TYPE_Q5_K: return att_o_for<wkq::q5_K>(hd, n_out);
+    case WK_TYPE_Q6_K: return att_o_for<wkq::q6_K>(hd, n_out);
+    case WK_TYPE_Q8_K: return att_o_for<wkq::q8_K>(hd, n_out);
+    case WK_TYPE_F16: return att_o_for<wkq::f16>(hd, n_out);
+    default: return {NULL, 0};
+    }
+}
+
+/* Bytes of one weight row of k elements (F16: the kernels' 16-half "blocks"). */
+int64_t row_bytes_of(wk_type t, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    return t == WK_TYPE_F16 ? k * 2 : tr ? k / tr->block_size * tr->block_bytes : 0;
+}
+
 } // namespace
 
 extern "C" wk_status wk_cuda_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w,
@@ -388,8 +520,7 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
     /* The tiled kernel for decode (one row: its 108 registers a thread leave one block per
      * SM, which a prompt's many blocks would wait on); its 16-byte loads need rows on
      * 16-byte boundaries. */
-    const bool tiled = rows == 1 && (uintptr_t)k_cache % 16 == 0 && (uintptr_t)v_cache % 16 == 0 &&
-                       (uintptr_t)q.base % 16 == 0 && q.stride % 16 == 0 && n_kv_heads * head_dim % 4 == 0;
+    const bool tiled = rows == 1 && tiled_fits(q, k_cache, v_cache, n_kv_heads, head_dim);
     auto kernel = !tiled ? NULL
                   : head_dim == 32 ? attention_tiled_kernel<32>
                   : head_dim == 64 ? attention_tiled_kernel<64>
@@ -399,6 +530,39 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
                              v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos);
     return wk_launch_pdl("attention", attention_kernel, grid, dim3(ATT_WARPS * 32), 0, c->stream, out, q,
                          k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, (int)head_dim, dpos);
+}
+
+extern "C" bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n_out, wk_dptr q,
+                                         const float *k_cache, const float *v_cache, int64_t n_kv_heads,
+                                         int64_t head_dim)
+{
+    const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
+    return k.fn && k.smem <= ATT_O_SMEM_MAX && (uintptr_t)w % (wtype == WK_TYPE_F16 ? 8 : 4) == 0 &&
+           tiled_fits(q, k_cache, v_cache, n_kv_heads, head_dim);
+}
+
+extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                                         const float *v_cache, int64_t pos_off, int64_t n_heads,
+                                         int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos,
+                                         wk_type wtype, const void *w, int64_t n_out, float *parts)
+{
+    if (n_out <= 0 || n_out > INT32_MAX || !wk_cuda_attention_o_fits(wtype, w, n_out, q, k_cache, v_cache, n_kv_heads, head_dim))
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA attention with the output projection: weight type %s, "
+                                           "head size %lld, %lld outputs or the rows' alignment",
+                       wk_traits(wtype) ? wk_traits(wtype)->name : "(unknown)", (long long)head_dim,
+                       (long long)n_out);
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld heads over %lld kv "
+                                       "heads", (long long)n_heads, (long long)n_kv_heads);
+    const int64_t rb = row_bytes_of(wtype, n_heads * head_dim);
+    if (rb <= 0 || rb > INT32_MAX || (n_heads * head_dim) % (wtype == WK_TYPE_F16 ? 16 : wk_traits(wtype)->block_size))
+        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld inputs do not fill "
+                                       "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
+    const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
+    if (k.smem > (48 << 10)) WK_CU(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ATT_O_SMEM_MAX));
+    return wk_launch_pdl("attention with the output projection", k.fn, dim3((unsigned)n_heads),
+                         dim3(ATT_WARPS * 32), k.smem, c->stream, out, q, k_cache, v_cache, pos_off, (int)n_heads,
+                         (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts);
 }
 
 extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,

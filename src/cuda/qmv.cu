@@ -67,6 +67,7 @@ template <class T, bool BIG> struct geom {
 struct out_desc {
     const uint8_t *w;
     wk_dptr y, add;
+    const float *add_from;
     int n;
     int g0; /* first row group of this output in the grid */
     int rope_hd, rope_rot; /* RoPE: head size (0: none), rotated dims */
@@ -84,6 +85,9 @@ struct params {
     wk_dptr x, x2, norm_out;
     const float *norm_w;
     float eps;
+    const float *parts; /* see wk_cuda_qmv_job */
+    int nparts;
+    float *sum_out;
     const int64_t *dpos;
     size_t row_bytes;
     /* Prepared input in scratch (inline == false): 2m arrays of xpitch halves, sums
@@ -111,6 +115,7 @@ __device__ __forceinline__ out_desc pick_out(const params &p, int o)
     d.y.stride = o == 0 ? a.y.stride : o == 1 ? b.y.stride : c.y.stride;
     d.add.base = o == 0 ? a.add.base : o == 1 ? b.add.base : c.add.base;
     d.add.stride = o == 0 ? a.add.stride : o == 1 ? b.add.stride : c.add.stride;
+    d.add_from = o == 0 ? a.add_from : o == 1 ? b.add_from : c.add_from;
     d.n = o == 0 ? a.n : o == 1 ? b.n : c.n;
     d.g0 = o == 0 ? a.g0 : o == 1 ? b.g0 : c.g0;
     d.rope_hd = o == 0 ? a.rope_hd : o == 1 ? b.rope_hd : c.rope_hd;
@@ -163,6 +168,10 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
         return make_float4(a.x, a.y, b.x, b.y);
     }
     float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
+    for (int h = 0; h < p.nparts; h++) {
+        const float4 q = *reinterpret_cast<const float4 *>(p.parts + (size_t)h * p.k + off);
+        v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
+    }
     if (p.src == WK_QMV_SILU_MUL) {
         const float4 g = *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
         v.x = v.x / (1.f + expf(-v.x)) * g.x;
@@ -234,7 +243,9 @@ __device__ void prepare_rows(const params &p, int64_t step, int r0, int r1, __ha
 #pragma unroll
                 for (int e = 0; e < 4; e++) v[e] = v[e] * rr * w[e];
             }
-            if (on && write_norm)
+            if (on && write_norm && p.sum_out)
+                *reinterpret_cast<float4 *>(p.sum_out + (size_t)r * p.k + 4 * (size_t)u) = t;
+            if (on && write_norm && sr.norm_out)
                 *reinterpret_cast<float4 *>(sr.norm_out + (size_t)r * p.k + 4 * (size_t)u) =
                     make_float4(v[0], v[1], v[2], v[3]);
             /* Kept in registers: halves packed in pairs (an array cast to a wider type
@@ -281,7 +292,7 @@ __global__ void __launch_bounds__(256) prepare_kernel(params p)
     pdl_release();
     int r = blockIdx.x;
     prepare_rows(p, step, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
-                 p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
+                 p.src == WK_QMV_RMSNORM && (p.norm_out.base || p.sum_out), red);
 }
 
 __device__ __forceinline__ void cp_async4(void *dst, const void *src)
@@ -420,11 +431,12 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
      * wait: an earlier kernel may have written them). */
     float *y = (float *)at(od.y, step);
     float *add = od.add.base ? (float *)at(od.add, step) : NULL;
+    const float *add_from = od.add_from ? od.add_from : add;
     if (add && live > 0 && kw == 0)
 #pragma unroll
         for (int j = 0; j < 2; j++)
             if (j < NX && 4 * j + t < p.m)
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(add + (size_t)(4 * j + t) * od.n + n0 + g));
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(add_from + (size_t)(4 * j + t) * od.n + n0 + g));
 
     const __half *xh;
     const float *sums, *xscale;
@@ -435,7 +447,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
         prepare_rows(p, step, 0, p.m, xs, xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
+                     p.src == WK_QMV_RMSNORM && (p.norm_out.base || p.sum_out) && blockIdx.x == 0, red);
         __syncthreads();
         xh = xs, sums = ss, xscale = sc;
     } else {
@@ -547,7 +559,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
             }
             if (row >= p.m || col >= od.n) continue;
             y[(size_t)row * od.n + col] = v;
-            if (add) add[(size_t)row * od.n + col] += v;
+            if (add) add[(size_t)row * od.n + col] = add_from[(size_t)row * od.n + col] + v;
         }
     }
 }
@@ -691,6 +703,10 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         p.out[i].w = (const uint8_t *)j->out[i].w;
         p.out[i].y = j->out[i].y;
         p.out[i].add = j->out[i].add;
+        p.out[i].add_from = j->out[i].add_from;
+        if (j->out[i].add_from && !j->out[i].add.base)
+            return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: output %d has a sum to add "
+                                           "from but no residual", tr->name, i);
         p.out[i].n = (int)j->out[i].n;
         if (j->out[i].rope_head_dim) {
             const int64_t hd = j->out[i].rope_head_dim, rot = j->out[i].rope_n_rot;
@@ -714,6 +730,15 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.norm_out = j->norm_out;
     p.norm_w = j->norm_w;
     p.eps = j->eps;
+    if ((j->nparts || j->sum_out) &&
+        (j->src != WK_QMV_RMSNORM || j->m != 1 || j->nparts < 0 || (j->nparts && !j->parts) ||
+         (uintptr_t)j->parts % 16 || (uintptr_t)j->sum_out % 16))
+        return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: added parts and their sum need an "
+                                       "RMSNorm of one row and 16-byte aligned arrays (%d parts, %lld rows)",
+                       tr->name, j->nparts, (long long)j->m);
+    p.parts = j->parts;
+    p.nparts = j->nparts;
+    p.sum_out = j->sum_out;
     p.dpos = j->dpos;
     p.row_bytes = (size_t)(j->k / qk) * (j->wtype == WK_TYPE_F16 ? 32 : tr->block_bytes);
     /* Inside the kernel when the input is small and few blocks repeat the work. */
