@@ -6,16 +6,15 @@
  * are the same helpers (tiles_x86.h), so are the results. Q8_0 and Q4_0 take tiles of 1
  * to 4 rows for every row count; the others the AVX2 row thresholds (tiles below, the
  * many-row kernel of repack_rows_avx2.c from there). One row reads 8 groups side by side.
- * Q6_K keeps the AVX2 tiles: a VNNI one (2-step sums from lane offsets, two dpwssd per
- * group) was no faster at 1-2 rows, where the decoding shared by the rows (11 operations
- * a group) is most of the work. */
+ * Q6_K and Q2_K work in 512-bit registers, two column groups per register (below): 512-bit
+ * dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the products per
+ * instruction, and the decoding of a group is shared by two column groups. */
 #include <immintrin.h>
 #include <string.h>
 
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
-#include "cpu/x86/q2x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
 #include "quant/blocks.h"
 
@@ -174,57 +173,205 @@ WK_INLINE void wk_vnni_q4_Kx8_block(const int R, const uint8_t *blk, const char 
 }
 WK_TILES_R2(wk_vnni_q4_Kx8, sizeof(wk_block_q4_K))
 
-/* wk_q2x8_group with one shift instead of three (shifts share two ports with dpbusd;
- * the byte shuffles that replace them run on a third): steps 1 and 3 through a table of
- * nibble >> 2. */
-WK_INLINE void wk_vnni_q2x8_group(const uint8_t *grp, __m256i q[4])
+
+/* ---- Q6_Kx8 in 512-bit registers: two column groups (two weight streams) per register ----
+ * On these processors 512-bit dpbusd and dpwssd issue on two ports, as the 256-bit ones do,
+ * so a zmm does twice the products per instruction; the simple operations take two ports
+ * instead of three (4/3 of the bits per cycle), the shuffles one instead of two. A register
+ * holds the same 16-element group of two adjacent 8-column groups: each half is loaded from
+ * its own stream, and both halves meet the same activations, so those come as embedded
+ * broadcasts from memory ({1to16}) at no vector operation. Per row and group: the 4 steps'
+ * dpbusd into two 2-step sums that start at the row's lane offsets (-32 x the sum of the 8
+ * activations each meets: |sum| <= 8 x 32 x 127 fits 16 bits), then one dpwssd per sum with
+ * the scales (high halves zero), to 4 chains. The integer sums equal the AVX2 tiles' and the
+ * float step is wk_acc_q6_K, so the bits do. */
+
+/* out[2g + h] = -32 x the sum of the activations of steps 2h and 2h + 1 of group g (elements
+ * 16g + 8h .. 16g + 8h + 7): sums of 8 bytes by sad against the codes' bias of 128. */
+static void wk_vnni_q6_lane_offs(const int8_t *qs, int32_t *out)
 {
-    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi8(15);
-    const __m256i shr2 = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
-                                          0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    __m256i v = _mm256_loadu_si256((const __m256i *)grp), h = _mm256_srli_epi16(v, 4);
-    q[0] = _mm256_and_si256(v, m3);
-    q[1] = _mm256_shuffle_epi8(shr2, _mm256_and_si256(v, m15));
-    q[2] = _mm256_and_si256(h, m3);
-    q[3] = _mm256_shuffle_epi8(shr2, _mm256_and_si256(h, m15));
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    for (int q = 0; q < 8; q++) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(qs + 32 * q)), bias);
+        __m256i sad = _mm256_sad_epu8(v, _mm256_setzero_si256()); /* 4 x (sum + 1024) */
+        __m128i s = _mm256_cvtepi64_epi32(sad);
+        s = _mm_mullo_epi32(_mm_sub_epi32(s, _mm_set1_epi32(1024)), _mm_set1_epi32(-32));
+        _mm_storeu_si128((__m128i *)(out + 4 * q), s);
+    }
 }
 
-WK_INLINE void wk_vnni_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
-                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
+/* 32 bytes of two streams as one register: a at the low half, b at the high half. */
+WK_INLINE __m512i wk_vnni_pair(const uint8_t *a, const uint8_t *b)
 {
-    (void)nb, (void)aux;
-    const __m256i m15 = _mm256_set1_epi32(15);
-    /* column c's bytes of two consecutive groups as an int16 pair */
-    const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
-                                           4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
-    const uint8_t *scb = blk + 32;
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+WK_INLINE __m512i wk_bcast4z(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* One super-block of the groups at b0 and b1 (b1 == b0 for a lone group) for R rows. */
+WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
+                                 size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb;
+    const int32_t *lo = aux;
+    const __m512i m3f = _mm512_set1_epi8(0x3f), mc0 = _mm512_set1_epi8((char)0xc0);
+    const __m512i mf0 = _mm512_set1_epi8((char)0xf0), low16 = _mm512_set1_epi32(0xffff);
     const wk_block_q8_K *xb[4];
-    __m256i isum[4], msum[4], ch[4][4];
-    wk_vnni_k_start(R, x, xs, b, xb, msum, ch);
+    __m512i ch[4][4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
     for (int g = 0; g < 16; g++) {
-        __m256i q[4];
-        wk_vnni_q2x8_group(blk + 160 + 32 * g, q);
-        const __m256i scv = _mm256_and_si256(wk_vnni_cols_u8(scb + 8 * g), m15);
+        const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
+        const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
+        const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
+        const __m512i q0 = _mm512_and_si512(p0, m3f), q1 = _mm512_and_si512(p1, m3f);
+        const __m512i q2 = _mm512_and_si512(p2, m3f);
+        /* step 3: bits 6-7 of p0, p1, p2 to bits 4-5, 2-3, 0-1 (two bit selects; the 16-bit
+         * shifts move the bits that count within their bytes) */
+        __m512i t = _mm512_ternarylogic_epi32(mc0, p0, _mm512_srli_epi16(p1, 2), 0xca);
+        t = _mm512_ternarylogic_epi32(mf0, t, _mm512_srli_epi16(p2, 4), 0xca);
+        const __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(t, 2), m3f);
+        /* the 8 + 8 int8 scales as int32 with zero high halves (the dpwssd pairs) */
+        __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 16 + 8 * g)),
+                                        _mm_loadl_epi64((const __m128i *)(b1 + 16 + 8 * g)));
+        const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(s8), low16);
         for (int r = 0; r < R; r++) {
             const int8_t *xq = xb[r]->qs + 16 * g;
-            __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[0], wk_bcast4(xq));
-            for (int t = 1; t < 4; t++) p = _mm256_dpbusd_epi32(p, q[t], wk_bcast4(xq + 4 * t));
-            ch[r][g % WK_NCH(R)] = _mm256_dpwssd_epi32(ch[r][g % WK_NCH(R)], p, scv);
+            const int32_t *lr = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
+            __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[0]), q0, wk_bcast4z(xq));
+            __m512i c = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[1]), q2, wk_bcast4z(xq + 8));
+            a = _mm512_dpbusd_epi32(a, q1, wk_bcast4z(xq + 4));
+            c = _mm512_dpbusd_epi32(c, q3, wk_bcast4z(xq + 12));
+            const int j = (2 * g) % 4;
+            ch[r][j] = _mm512_dpwssd_epi32(ch[r][j], a, sc);
+            ch[r][j + 1] = _mm512_dpwssd_epi32(ch[r][j + 1], c, sc);
         }
     }
-    wk_vnni_fold(R, ch, isum);
+    __m256i i0[4], i1[4];
+    for (int r = 0; r < R; r++) {
+        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        i0[r] = _mm512_castsi512_si256(s);
+        i1[r] = _mm512_extracti64x4_epi64(s, 1);
+    }
+    wk_acc_q6_K(R, b0, xb, i0, acc0);
+    wk_acc_q6_K(R, b1, xb, i1, acc1);
+}
+
+/* NAME##_tile_R_S (a wk_tile_fn) for blocks of BB bytes in 512-bit registers: S = 1, one group
+ * (the registers' high halves a copy, thrown away); else S / 2 pairs of adjacent groups side by
+ * side, each pair two streams. NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc0, acc1) does
+ * block b of the pair's groups b0 and b1: a column's operations are those of any pair. */
+#define WK_PAIR_TILE(NAME, BB, R, S)                                                               \
+    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
+                                      size_t xs, const void *aux, bool first, float *y,            \
+                                      size_t ldy)                                                  \
+    {                                                                                              \
+        enum { P = (S + 1) / 2 };                                                                  \
+        __m256 acc[2 * P][R];                                                                      \
+        for (int q = 0; q < S; q++)                                                                \
+            for (int r = 0; r < R; r++)                                                            \
+                acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
+        for (int64_t b = 0; b < nb; b++)                                                           \
+            for (int p = 0; p < P; p++) {                                                          \
+                const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                 \
+                const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                       \
+                wk_prefetch_block(b0, 8 * (BB));                                                   \
+                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
+                NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]);            \
+            }                                                                                      \
+        for (int q = 0; q < S; q++)                                                                \
+            for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
+    }
+#define WK_PAIR_TILES(NAME, BB)                                                                    \
+    WK_PAIR_TILE(NAME, BB, 1, 1) WK_PAIR_TILE(NAME, BB, 1, 2) WK_PAIR_TILE(NAME, BB, 1, 4)         \
+    WK_PAIR_TILE(NAME, BB, 2, 1) WK_PAIR_TILE(NAME, BB, 2, 2) WK_PAIR_TILE(NAME, BB, 2, 4)         \
+    WK_PAIR_TILE(NAME, BB, 3, 1) WK_PAIR_TILE(NAME, BB, 3, 2) WK_PAIR_TILE(NAME, BB, 4, 1)         \
+    WK_PAIR_TILE(NAME, BB, 4, 2)
+WK_PAIR_TILES(wk_vnni_q6z, sizeof(wk_block_q6_K))
+static wk_tile_fn const wk_vnni_q6z_tiles[4][4] = {
+    {wk_vnni_q6z_tile_1_1, wk_vnni_q6z_tile_1_2, wk_vnni_q6z_tile_1_4},
+    {wk_vnni_q6z_tile_2_1, wk_vnni_q6z_tile_2_2, wk_vnni_q6z_tile_2_4},
+    {wk_vnni_q6z_tile_3_1, wk_vnni_q6z_tile_3_2},
+    {wk_vnni_q6z_tile_4_1, wk_vnni_q6z_tile_4_2}};
+
+static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
+/* ---- Q2_Kx8 in 512-bit registers, two column groups per register (as Q6_K above): per
+ * group one load of each stream, 3 shifts and 4 masks for its 4 steps, the scales by one
+ * widening; per row 4 dpbusd on embedded broadcasts and a dpwssd. The mins meet the block
+ * sums once per super-block, as in the 256-bit tile. ---- */
+WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
+                                 size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb, (void)aux;
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
+    const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
+                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
+    const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
+    const wk_block_q8_K *xb[4];
+    __m512i ch[4][4], msum[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
+    for (int g = 0; g < 16; g++) {
+        const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
+        const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
+        const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+        __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)),
+                                        _mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)));
+        const __m512i scv = _mm512_and_si512(_mm512_cvtepu8_epi32(s8), m15);
+        for (int r = 0; r < R; r++) {
+            const int8_t *xq = xb[r]->qs + 16 * g;
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, wk_bcast4z(xq));
+            p = _mm512_dpbusd_epi32(p, q1, wk_bcast4z(xq + 4));
+            p = _mm512_dpbusd_epi32(p, q2, wk_bcast4z(xq + 8));
+            p = _mm512_dpbusd_epi32(p, q3, wk_bcast4z(xq + 12));
+            ch[r][g % 4] = _mm512_dpwssd_epi32(ch[r][g % 4], p, scv);
+        }
+    }
     for (int q = 0; q < 8; q++) {
-        __m256i mn = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));
-        mn = _mm256_srli_epi16(_mm256_shuffle_epi8(mn, pairs), 4);
+        /* groups 2q, 2q + 1: the 16 scale/min bytes of each stream in every 128-bit lane, lanes
+         * 0-1 of b0 (columns 0-3, 4-7), lanes 2-3 of b1 */
+        __m512i mn = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 32 + 16 * q)))),
+                                        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b1 + 32 + 16 * q))), 1);
+        mn = _mm512_srli_epi16(_mm512_shuffle_epi8(mn, pairs), 4);
         for (int r = 0; r < R; r++) {
             int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
             memcpy(&bp, &xb[r]->bsums[2 * q], 4);
-            msum[r] = _mm256_dpwssd_epi32(msum[r], mn, _mm256_set1_epi32(bp));
+            msum[r] = _mm512_dpwssd_epi32(msum[r], mn, _mm512_set1_epi32(bp));
         }
     }
-    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
+    __m256i i0[4], i1[4], n0[4], n1[4];
+    for (int r = 0; r < R; r++) {
+        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        i0[r] = _mm512_castsi512_si256(s), i1[r] = _mm512_extracti64x4_epi64(s, 1);
+        n0[r] = _mm512_castsi512_si256(msum[r]), n1[r] = _mm512_extracti64x4_epi64(msum[r], 1);
+    }
+    wk_acc_q8_K_min(R, b0, xb, i0, n0, acc0);
+    wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
 }
-WK_TILES_R4(wk_vnni_q2_Kx8, sizeof(wk_block_q2_K))
+WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
+static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {
+    {wk_vnni_q2z_tile_1_1, wk_vnni_q2z_tile_1_2, wk_vnni_q2z_tile_1_4},
+    {wk_vnni_q2z_tile_2_1, wk_vnni_q2z_tile_2_2, wk_vnni_q2z_tile_2_4},
+    {wk_vnni_q2z_tile_3_1, wk_vnni_q2z_tile_3_2},
+    {wk_vnni_q2z_tile_4_1, wk_vnni_q2z_tile_4_2}};
+WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
@@ -249,13 +396,12 @@ WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1x8_tiles, 2, 32, false, NULL)
 
 WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4_Kx8_tiles, 2, 256, false, NULL)
 
-WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2_Kx8_tiles, 4, 256, false, NULL)
-
 WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_vnni_tiles_q4_1)
 WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_vnni_tiles_q5_0)
 WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS, wk_vnni_tiles_q5_1)
 WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
 WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
+WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
 
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
@@ -268,6 +414,7 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_1: return wk_vnni_packed_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_packed_q4_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
+    case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     default: return NULL;
     }
 }

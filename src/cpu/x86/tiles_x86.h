@@ -190,16 +190,16 @@ WK_INLINE void wk_leg_codes(const uint8_t *blk, int qoff, int moff, bool q5, int
     }
 }
 
-/* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: 16 int32 per
- * super-block and row, made once per span of WK_Q6_SPAN super-blocks for all the column
- * groups; a later span adds to y). */
+/* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: NLO int32 per
+ * super-block and row, 16 for the AVX2 tiles and 32 for the AVX-512 ones, made once per span
+ * of WK_Q6_SPAN super-blocks for all the column groups; a later span adds to y). */
 #define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once */
 WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(const int8_t *, int32_t *),
-                               int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const int nlo, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    int32_t lo[4 * WK_Q6_SPAN * 16];
+    int32_t lo[4 * WK_Q6_SPAN * 32];
     for (int64_t r0 = 0; r0 < nr; r0 += 4) {
         int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
         const char *xr = (const char *)x + r0 * xs;
@@ -208,7 +208,7 @@ WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(c
             for (int r = 0; r < R; r++)
                 for (int64_t b = 0; b < sb; b++)
                     lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
-                              lo + (r * WK_Q6_SPAN + b) * 16);
+                              lo + (r * WK_Q6_SPAN + b) * nlo);
             wk_tile_groups(tiles[R - 1], nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q6_K),
                            8 * ws, xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
