@@ -40,31 +40,6 @@ WK_INLINE void wk_vnni_q8_0x8_block(const int R, const uint8_t *blk, const char 
 }
 WK_TILES_R4(wk_vnni_q8_0x8, sizeof(wk_block_q8_0))
 
-/* aux: the rows' block sums (nb per row), for the offset 8 of the codes. */
-WK_INLINE void wk_vnni_q4_0x8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
-                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
-{
-    const int16_t *sx = aux;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256i isum[4], isum2[4];
-    for (int r = 0; r < R; r++) {
-        isum[r] = _mm256_set1_epi32(-8 * sx[r * nb + b]);
-        isum2[r] = _mm256_setzero_si256();
-    }
-    for (int s = 0; s < 4; s++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
-        __m256i lo = _mm256_and_si256(v, m4);
-        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        for (int r = 0; r < R; r++) {
-            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-            isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));
-            isum2[r] = _mm256_dpbusd_epi32(isum2[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));
-        }
-    }
-    for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);
-    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
-}
-WK_TILES_R4(wk_vnni_q4_0x8, sizeof(wk_block_q4_0))
 
 /* 8 bytes (one per column) as the low 16 bits of 8 x int32 (high 16 bits zero: the
  * dpwssd pair of a sum that fits 16 bits, whose high half is its sign). */
@@ -95,35 +70,6 @@ WK_INLINE void wk_vnni_k_start(const int R, const char *x, size_t xs, int64_t b,
     }
 }
 
-/* ---- Q4_1, Q5_0, Q5_1: 4 or 5-bit unsigned codes, with a min or an offset (aux: the
- * rows' block sums, for an OFFSET) ---- */
-#define WK_VNNI_LEG_TILES(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                           \
-    WK_INLINE void NAME##_block(const int R, const uint8_t *blk, const char *x, size_t xs,         \
-                                int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
-    {                                                                                              \
-        const int16_t *sx = aux;                                                                   \
-        __m256i isum[4], isum2[4];                                                                 \
-        for (int r = 0; r < R; r++) {                                                              \
-            isum[r] = (OFFSET) ? _mm256_set1_epi32(-(OFFSET) * sx[r * nb + b]) : _mm256_setzero_si256(); \
-            isum2[r] = _mm256_setzero_si256();                                                     \
-        }                                                                                          \
-        for (int s = 0; s < 4; s++) {                                                              \
-            __m256i lo, hi;                                                                        \
-            wk_leg_codes(blk, QOFF, MOFF, Q5, s, &lo, &hi);                                        \
-            for (int r = 0; r < R; r++) {                                                          \
-                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
-                isum[r] = _mm256_dpbusd_epi32(isum[r], lo, wk_bcast4(xb->qs + 4 * s));             \
-                isum2[r] = _mm256_dpbusd_epi32(isum2[r], hi, wk_bcast4(xb->qs + 16 + 4 * s));      \
-            }                                                                                      \
-        }                                                                                          \
-        for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);                 \
-        WK_ACC_LEG(R, XB, HAS_MIN, blk, x, xs, b, isum, acc);                                      \
-    }                                                                                              \
-    WK_TILES_R2(NAME, BB)
-
-WK_VNNI_LEG_TILES(wk_vnni_q4_1x8, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
-WK_VNNI_LEG_TILES(wk_vnni_q5_0x8, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
-WK_VNNI_LEG_TILES(wk_vnni_q5_1x8, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
 /* ---- Q4_Kx8: per 32-element sub-block, two sums of 4 steps (16 products of at most
  * 15 x 128: 16 bits) each multiplied by its 6-bit scale with one dpwssd ---- */
@@ -373,6 +319,102 @@ static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {
     {wk_vnni_q2z_tile_4_1, wk_vnni_q2z_tile_4_2}};
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
+/* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
+ * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
+ * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
+WK_INLINE __m512 wk_load_f16x16(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                                   _mm_loadu_si128((const __m128i *)b), 1));
+}
+WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
+{
+    __m512i v = bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* NAME##_tile_R_S as WK_PAIR_TILE, with the accumulators of a pair in one 512-bit register. */
+#define WK_PAIRZ_TILE(NAME, BB, R, S)                                                              \
+    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
+                                      size_t xs, const void *aux, bool first, float *y,            \
+                                      size_t ldy)                                                  \
+    {                                                                                              \
+        enum { P = (S + 1) / 2 };                                                                  \
+        __m512 acc[P][R];                                                                          \
+        for (int p = 0; p < P; p++)                                                                \
+            for (int r = 0; r < R; r++) {                                                          \
+                const float *yp = y + r * ldy + 16 * p;                                            \
+                acc[p][r] = first ? _mm512_setzero_ps()                                            \
+                            : (S) == 1 ? _mm512_zextps256_ps512(_mm256_loadu_ps(yp))               \
+                                       : _mm512_loadu_ps(yp);                                      \
+            }                                                                                      \
+        for (int64_t b = 0; b < nb; b++)                                                           \
+            for (int p = 0; p < P; p++) {                                                          \
+                const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                 \
+                const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                       \
+                wk_prefetch_block(b0, 8 * (BB));                                                   \
+                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
+                NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]);                                \
+            }                                                                                      \
+        for (int p = 0; p < P; p++)                                                                \
+            for (int r = 0; r < R; r++) {                                                          \
+                float *yp = y + r * ldy + 16 * p;                                                  \
+                if ((S) == 1) _mm256_storeu_ps(yp, _mm512_castps512_ps256(acc[p][r]));             \
+                else _mm512_storeu_ps(yp, acc[p][r]);                                              \
+            }                                                                                      \
+    }
+
+/* aux: the rows' block sums, for an OFFSET (Q4_0: 8, Q5_0: 16). */
+#define WK_VNNI_LEGZ(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
+    WK_INLINE void NAME##_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,  \
+                                size_t xs, int64_t b, int64_t nb, const void *aux, __m512 *acc)    \
+    {                                                                                              \
+        const int16_t *sx = aux;                                                                   \
+        const __m512i m4 = _mm512_set1_epi8(0x0f);                                                 \
+        __m512i isum[4], isum2[4];                                                                 \
+        for (int r = 0; r < R; r++) {                                                              \
+            isum[r] = (OFFSET) ? _mm512_set1_epi32(-(OFFSET) * sx[r * nb + b]) : _mm512_setzero_si512(); \
+            isum2[r] = _mm512_setzero_si512();                                                     \
+        }                                                                                          \
+        const __m512i pl = (Q5) ? wk_vnni_pair(b0 + (MOFF), b1 + (MOFF)) : _mm512_setzero_si512(); \
+        for (int s = 0; s < 4; s++) {                                                              \
+            const __m512i v = wk_vnni_pair(b0 + (QOFF) + 32 * s, b1 + (QOFF) + 32 * s);            \
+            __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4); \
+            if (Q5) {                                                                              \
+                lo = _mm512_or_si512(lo, wk_plane_bit4z(pl, 2 * s));                               \
+                hi = _mm512_or_si512(hi, wk_plane_bit4z(pl, 2 * s + 1));                           \
+            }                                                                                      \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                isum[r] = _mm512_dpbusd_epi32(isum[r], lo, wk_bcast4z(xb->qs + 4 * s));            \
+                isum2[r] = _mm512_dpbusd_epi32(isum2[r], hi, wk_bcast4z(xb->qs + 16 + 4 * s));     \
+            }                                                                                      \
+        }                                                                                          \
+        const __m512 wd = wk_load_f16x16(b0, b1);                                                  \
+        for (int r = 0; r < R; r++) {                                                              \
+            const XB *xb = (const XB *)(x + r * xs) + b;                                           \
+            __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));                       \
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]); \
+            if (HAS_MIN)                                                                           \
+                acc[r] = _mm512_fmadd_ps(wk_load_f16x16(b0 + 16, b1 + 16),                         \
+                                         _mm512_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
+        }                                                                                          \
+    }                                                                                              \
+    WK_PAIRZ_TILE(NAME, BB, 1, 1) WK_PAIRZ_TILE(NAME, BB, 1, 2) WK_PAIRZ_TILE(NAME, BB, 1, 4)      \
+    WK_PAIRZ_TILE(NAME, BB, 1, 8) WK_PAIRZ_TILE(NAME, BB, 2, 1) WK_PAIRZ_TILE(NAME, BB, 2, 2)      \
+    WK_PAIRZ_TILE(NAME, BB, 2, 4) WK_PAIRZ_TILE(NAME, BB, 3, 1) WK_PAIRZ_TILE(NAME, BB, 3, 2)      \
+    WK_PAIRZ_TILE(NAME, BB, 4, 1) WK_PAIRZ_TILE(NAME, BB, 4, 2)                                    \
+    static wk_tile_fn const NAME##_tiles[4][4] = {                                                 \
+        {NAME##_tile_1_1, NAME##_tile_1_2, NAME##_tile_1_4, NAME##_tile_1_8},                      \
+        {NAME##_tile_2_1, NAME##_tile_2_2, NAME##_tile_2_4},                                       \
+        {NAME##_tile_3_1, NAME##_tile_3_2},                                                        \
+        {NAME##_tile_4_1, NAME##_tile_4_2}};
+
+WK_VNNI_LEGZ(wk_vnni_q4_0z, sizeof(wk_block_q4_0), wk_block_q8_0, 16, 0, false, false, 8)
+WK_VNNI_LEGZ(wk_vnni_q4_1z, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
+WK_VNNI_LEGZ(wk_vnni_q5_0z, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
+WK_VNNI_LEGZ(wk_vnni_q5_1z, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
+
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
 {
@@ -386,19 +428,25 @@ static int16_t wk_vnni_block_sum(const int8_t *qs)
 
 WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0x8_tiles, 4, 32, false, NULL)
 
-WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0x8_tiles, 4, 32, true, wk_vnni_block_sum)
+WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 
-WK_TILES_FN(wk_vnni_tiles_q4_1, wk_vnni_q4_1x8_tiles, 2, 32, false, NULL)
+/* Q4_1, Q5_0, Q5_1: the 512-bit tiles (4 rows, repeated) below this many rows, the AVX2
+ * many-row kernel from there. Measured (2 threads, [8192, 4096] from memory, interleaved):
+ * at 8 rows the tiles took 0.78 of the many-row kernel's time (Q4_1; Q5_0 0.71), at 16 rows
+ * 0.79 (Q4_1) and 0.75 (Q5_0). */
+#ifndef WK_VNNI_LEG_MIN_ROWS
+#define WK_VNNI_LEG_MIN_ROWS 17
+#endif
+WK_TILES_FN(wk_vnni_tiles_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
+WK_TILES_FN(wk_vnni_tiles_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
+WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
 
-WK_TILES_FN(wk_vnni_tiles_q5_0, wk_vnni_q5_0x8_tiles, 2, 32, true, wk_vnni_block_sum)
-
-WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1x8_tiles, 2, 32, false, NULL)
 
 WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4_Kx8_tiles, 2, 256, false, NULL)
 
-WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_Q4_1_MIN_ROWS, wk_vnni_tiles_q4_1)
-WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_Q5_0_MIN_ROWS, wk_vnni_tiles_q5_0)
-WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_Q5_1_MIN_ROWS, wk_vnni_tiles_q5_1)
+WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q4_1)
+WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_0)
+WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_1)
 WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
 WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
 WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
