@@ -22,18 +22,26 @@ static int32_t scan_argmax(const float *x, int64_t n)
     return (int32_t)best;
 }
 
+/* The values on 16-byte boundaries (the kernel's wide loads) and one float past them. */
 static void check_one(wk_cuda_ctx *c, const float *x, int64_t n, const char *what)
 {
-    void *dx = dev_copy(x, sizeof(float) * (size_t)n);
-    int32_t poison = -7, got = -7;
-    void *dout = dev_copy(&poison, sizeof poison);
-    CHECK_OK(wk_cuda_argmax(c, wk_dp(dx), n, wk_dp(dout), NULL));
-    CHECK_OK(wk_cuda_ctx_sync(c));
-    CHECK_OK(wk_cuda_copy_sync(&got, dout, sizeof got, false));
-    int32_t want = scan_argmax(x, n);
-    CHECK_MSG(got == want, "argmax %s, n = %lld: %d, want %d", what, (long long)n, (int)got, (int)want);
-    wk_cuda_free(dx);
-    wk_cuda_free(dout);
+    float *shifted = malloc(sizeof(float) * (size_t)(n + 1));
+    shifted[0] = 0.f;
+    memcpy(shifted + 1, x, sizeof(float) * (size_t)n);
+    for (int off = 0; off < 2; off++) {
+        float *dx = off ? dev_copy(shifted, sizeof(float) * (size_t)(n + 1)) : dev_copy(x, sizeof(float) * (size_t)n);
+        int32_t poison = -7, got = -7;
+        void *dout = dev_copy(&poison, sizeof poison);
+        CHECK_OK(wk_cuda_argmax(c, wk_dp(off ? dx + 1 : dx), n, wk_dp(dout), NULL));
+        CHECK_OK(wk_cuda_ctx_sync(c));
+        CHECK_OK(wk_cuda_copy_sync(&got, dout, sizeof got, false));
+        int32_t want = scan_argmax(x, n);
+        CHECK_MSG(got == want, "argmax %s, n = %lld%s: %d, want %d", what, (long long)n,
+                  off ? ", not on 16 bytes" : "", (int)got, (int)want);
+        wk_cuda_free(dx);
+        wk_cuda_free(dout);
+    }
+    free(shifted);
 }
 
 int main(void)
@@ -45,7 +53,7 @@ int main(void)
     wk_cuda_ctx *c = NULL;
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return 1;
-    const int64_t ns[] = {1, 2, 31, 1023, 1024, 1025, 49152, 70001};
+    const int64_t ns[] = {1, 2, 31, 1023, 1024, 1025, 4097, 16385, 49152, 70001};
     float *x = malloc(sizeof(float) * 70001);
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
         const int64_t n = ns[ni];

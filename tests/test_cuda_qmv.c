@@ -128,7 +128,7 @@ static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src,
         j.parts = dparts;
         j.nparts = nparts;
         j.sum_out = dsum;
-        j.out[2].add_from = dfrom;
+        j.add_from = dfrom;
     }
     /* With the RMSNorm, as in attention: RoPE on the first two outputs (heads of 8; all
      * dims rotated in one, 6 of 8 in the other), at position 7 + row. For odd m the
@@ -289,9 +289,9 @@ static void test_rejections(wk_cuda_ctx *c)
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "added parts");
     j.parts = NULL;
     j.nparts = 0;
-    j.out[0].add_from = y; /* a sum to add from needs a residual */
+    j.add_from = y; /* a sum to add from needs a residual */
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "no residual");
-    j.out[0].add_from = NULL;
+    j.add_from = NULL;
     j.wtype = WK_TYPE_F32;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "f32");
     wk_cuda_free(w);

@@ -332,7 +332,7 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     z->norm.parts = buf;
     z->norm.nparts = (int)at->i[1];
     z->norm.sum_out = buf + at->i[1] * n_out;
-    z->down.out[z->down.nout - 1].add_from = z->norm.sum_out;
+    z->down.add_from = z->norm.sum_out;
     return true;
 }
 

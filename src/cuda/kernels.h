@@ -94,8 +94,6 @@ typedef struct wk_cuda_qmv_out {
     const void *w;
     int64_t n;
     wk_dptr y, add;
-    /* With add: add = add_from + y instead of add += y (NULL: add itself). */
-    const float *add_from;
     /* RoPE of the result (rope_head_dim 0: none), as wk_cuda_rope: heads of rope_head_dim,
      * pairs (2p, 2p + 1) below rope_n_rot rotated, input row r at rope_pos + r (+ *dpos). */
     int64_t rope_head_dim, rope_n_rot, rope_pos;
@@ -117,6 +115,8 @@ typedef struct wk_cuda_qmv_job {
     const float *parts;
     int nparts;
     float *sum_out;
+    /* Outputs with a residual: add = add_from + y instead of add += y (NULL: add itself). */
+    const float *add_from;
     int nout;
     wk_cuda_qmv_out out[3];
     const int64_t *dpos;

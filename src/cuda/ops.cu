@@ -414,10 +414,31 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_kernel(wk_dptr xd, int6
     const float *x = at<const float>(xd, dpos);
     float v = -INFINITY;
     int64_t idx = -1; /* nothing seen */
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const float f = x[i];
+    auto see = [&](float f, int64_t i) {
         if (f > v || (idx < 0 && f == v)) v = f, idx = i;
+    };
+    /* 16-byte loads, four of them in flight before the first is compared (one at a time,
+     * the scan waited on each load in turn); a thread still sees its indices in increasing
+     * order: units t, t + T, t + 2T, ..., then one element of the tail past the last unit. */
+    int64_t done = 0;
+    if ((uintptr_t)x % 16 == 0) {
+        const float4 *x4 = reinterpret_cast<const float4 *>(x);
+        const int64_t n4 = n / 4, T = blockDim.x;
+        for (int64_t b = threadIdx.x; b < n4; b += 4 * T) {
+            float4 a[4];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (b + j * T < n4) a[j] = x4[b + j * T];
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+                if (b + j * T < n4) {
+                    const int64_t i = 4 * (b + j * T);
+                    see(a[j].x, i), see(a[j].y, i + 1), see(a[j].z, i + 2), see(a[j].w, i + 3);
+                }
+        }
+        done = 4 * n4;
     }
+    for (int64_t i = done + threadIdx.x; i < n; i += blockDim.x) see(x[i], i);
     auto better = [](float a, int64_t ia, float b, int64_t ib) {
         if (ib < 0) return false;
         if (ia < 0) return true;

@@ -67,7 +67,6 @@ template <class T, bool BIG> struct geom {
 struct out_desc {
     const uint8_t *w;
     wk_dptr y, add;
-    const float *add_from;
     int n;
     int g0; /* first row group of this output in the grid */
     int rope_hd, rope_rot; /* RoPE: head size (0: none), rotated dims */
@@ -88,6 +87,7 @@ struct params {
     const float *parts; /* see wk_cuda_qmv_job */
     int nparts;
     float *sum_out;
+    const float *add_from; /* read in the epilogue only (a live pointer costs registers) */
     const int64_t *dpos;
     size_t row_bytes;
     /* Prepared input in scratch (inline == false): 2m arrays of xpitch halves, sums
@@ -115,7 +115,6 @@ __device__ __forceinline__ out_desc pick_out(const params &p, int o)
     d.y.stride = o == 0 ? a.y.stride : o == 1 ? b.y.stride : c.y.stride;
     d.add.base = o == 0 ? a.add.base : o == 1 ? b.add.base : c.add.base;
     d.add.stride = o == 0 ? a.add.stride : o == 1 ? b.add.stride : c.add.stride;
-    d.add_from = o == 0 ? a.add_from : o == 1 ? b.add_from : c.add_from;
     d.n = o == 0 ? a.n : o == 1 ? b.n : c.n;
     d.g0 = o == 0 ? a.g0 : o == 1 ? b.g0 : c.g0;
     d.rope_hd = o == 0 ? a.rope_hd : o == 1 ? b.rope_hd : c.rope_hd;
@@ -168,6 +167,7 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
         return make_float4(a.x, a.y, b.x, b.y);
     }
     float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
+#pragma unroll 1 /* unrolled, the loads in flight cost the products' registers (spills) */
     for (int h = 0; h < p.nparts; h++) {
         const float4 q = *reinterpret_cast<const float4 *>(p.parts + (size_t)h * p.k + off);
         v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
@@ -431,12 +431,11 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
      * wait: an earlier kernel may have written them). */
     float *y = (float *)at(od.y, step);
     float *add = od.add.base ? (float *)at(od.add, step) : NULL;
-    const float *add_from = od.add_from ? od.add_from : add;
     if (add && live > 0 && kw == 0)
 #pragma unroll
         for (int j = 0; j < 2; j++)
             if (j < NX && 4 * j + t < p.m)
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(add_from + (size_t)(4 * j + t) * od.n + n0 + g));
+                asm volatile("prefetch.global.L1 [%0];" ::"l"((p.add_from ? p.add_from : add) + (size_t)(4 * j + t) * od.n + n0 + g));
 
     const __half *xh;
     const float *sums, *xscale;
@@ -541,6 +540,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
                 for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
     if (live <= 0) return;
+    const float *add_from = p.add_from ? p.add_from : add;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         if (j >= nx) break;
@@ -649,11 +649,27 @@ template <class T, int NX, bool BIG> constexpr int minb_for()
     return NX == 2 || (BIG && !(T::QK == 256 && (T::BYTES == 144 || T::BYTES == 176)) && T::QK != 16) ? 2 : 3;
 }
 
-/* Big chunks when k gives 8 warps a big chunk each, else small ones. */
+/* Big chunks when k gives 8 warps a big chunk each, or when there are so many rows that
+ * a warp takes whole rows anyway (the output head: 49152 rows of 576), a row holds a big
+ * chunk and the small chunks could not be copied 16 bytes at a time (H200, 49152 x 576,
+ * m = 1: Q8_0 34.5 -> 26.7 us; Q4_1, already 16-byte copies, 18.2 -> 20.5, so not there);
+ * else small ones. WICK_CUDA_QMV_BIG=0 or 1 decides instead (read once). */
+long big_choice()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_BIG", 2); /* 2: the rule above */
+    return v;
+}
 template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count();
-    const bool big = p.k / T::QK >= 8 * geom<T, true>::CH;
+    const int nblk = p.k / T::QK;
+    int64_t groups = 0;
+    for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
+    const bool whole_rows = groups >= 8L * sms && nblk >= geom<T, true>::CH && !geom<T, false>::V16;
+    const long force = big_choice();
+    const bool big = force == 0   ? false
+                     : force == 1 ? nblk >= geom<T, true>::CH
+                                  : nblk >= 8 * geom<T, true>::CH || whole_rows;
     if (p.m > 4)
         return big ? launch_k<T, 2, true, minb_for<T, 2, true>()>(c, p, sms)
                    : launch_k<T, 2, false, minb_for<T, 2, false>()>(c, p, sms);
@@ -703,10 +719,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         p.out[i].w = (const uint8_t *)j->out[i].w;
         p.out[i].y = j->out[i].y;
         p.out[i].add = j->out[i].add;
-        p.out[i].add_from = j->out[i].add_from;
-        if (j->out[i].add_from && !j->out[i].add.base)
-            return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: output %d has a sum to add "
-                                           "from but no residual", tr->name, i);
+
         p.out[i].n = (int)j->out[i].n;
         if (j->out[i].rope_head_dim) {
             const int64_t hd = j->out[i].rope_head_dim, rot = j->out[i].rope_n_rot;
@@ -739,6 +752,12 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.parts = j->parts;
     p.nparts = j->nparts;
     p.sum_out = j->sum_out;
+    bool any_add = false;
+    for (int i = 0; i < j->nout; i++) any_add |= j->out[i].add.base != NULL;
+    if (j->add_from && !any_add)
+        return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: a sum to add from but no residual",
+                       tr->name);
+    p.add_from = j->add_from;
     p.dpos = j->dpos;
     p.row_bytes = (size_t)(j->k / qk) * (j->wtype == WK_TYPE_F16 ? 32 : tr->block_bytes);
     /* Inside the kernel when the input is small and few blocks repeat the work. */
