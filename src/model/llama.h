@@ -17,6 +17,8 @@ typedef struct wk_llama_state {
     int64_t max_batch;
     int32_t *ids;           /* max_batch token ids */
     int32_t *best;          /* the greedy choice of the last row (one id) */
+    int32_t best_host;      /* what *best holds, once best_known (copied back after each choice) */
+    bool best_known;
     float *x;               /* residual stream: max_batch × dim */
     float *xb;              /* normed input / projection output: max_batch × dim */
     float *q;               /* queries: max_batch × dim */

@@ -36,9 +36,15 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
         if ((st = (call)) != WK_OK) return st;                                                     \
     } while (0)
 
-    /* Token embeddings: rows of the (quantized) table. */
-    RUN(be->upload(e, s->ids, tokens, (size_t)n * sizeof(int32_t)));
-    RUN(be->embed_rows(e, m->tok_embd, s->ids, n, s->x));
+    /* Token embeddings: rows of the (quantized) table. Greedy decoding feeds back the id
+     * the device chose last: it is read where the choice left it, not copied there again
+     * (on the GPU a copy is a round trip the step would wait for). */
+    const int32_t *ids = s->ids;
+    if (n == 1 && s->best_known && tokens[0] == s->best_host)
+        ids = s->best;
+    else
+        RUN(be->upload(e, s->ids, tokens, (size_t)n * sizeof(int32_t)));
+    RUN(be->embed_rows(e, m->tok_embd, ids, n, s->x));
 
     for (int64_t li = 0; li < h->n_layers; li++) {
         const wk_llama_layer *l = &m->layers[li];
@@ -87,8 +93,11 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
     }
     RUN(be->matmul(e, m->output, s->xb, rows, s->logits));
     if (token_host) {
+        s->best_known = false; /* until the copy below lands */
         RUN(be->argmax(e, s->logits, h->n_vocab, s->best));
         RUN(be->download(e, token_host, s->best, sizeof(int32_t)));
+        s->best_host = *token_host;
+        s->best_known = true;
     } else {
         RUN(be->download(e, logits_host, s->logits, (size_t)rows * h->n_vocab * sizeof(float)));
     }
