@@ -18,6 +18,26 @@
 #include "cuda/kernels.h"
 #include "quant/traits.h"
 
+/* One head's attention in float64: o[0 .. hd) for query qr over n_keys keys of kv head
+ * kvh (s: n_keys scores of scratch). */
+static void ref_head(const float *qr, const float *kc, const float *vc, int64_t n_keys, int64_t kv_dim,
+                     int64_t kvh, int64_t hd, double *s, double *o)
+{
+    double mx = -INFINITY, sum = 0.0;
+    for (int64_t j = 0; j < n_keys; j++) {
+        double d = 0.0;
+        for (int64_t e = 0; e < hd; e++) d += (double)qr[e] * kc[j * kv_dim + kvh * hd + e];
+        s[j] = d / sqrt((double)hd);
+        if (s[j] > mx) mx = s[j];
+    }
+    for (int64_t j = 0; j < n_keys; j++) sum += (s[j] = exp(s[j] - mx));
+    for (int64_t e = 0; e < hd; e++) {
+        double a = 0.0;
+        for (int64_t j = 0; j < n_keys; j++) a += s[j] * vc[j * kv_dim + kvh * hd + e];
+        o[e] = a / sum;
+    }
+}
+
 /* rows query rows at positions pos_off + step + r over a cache of n_ctx positions; with
  * use_dpos the step (and the q and out rows, stride bytes per position) come from *dpos. */
 static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64_t rows, int64_t pos_off,
@@ -50,32 +70,21 @@ static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64
     CHECK_OK(wk_cuda_copy_sync(out, dout, sizeof(float) * (size_t)(slots * rows * qdim), false));
     const int64_t base = use_dpos ? step * rows * qdim : 0;
     double worst = 0.0;
-    double *s = malloc(sizeof(double) * (size_t)n_ctx);
+    double *s = malloc(sizeof(double) * (size_t)n_ctx), *o = malloc(sizeof(double) * (size_t)hd);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < n_heads; h++) {
             const int64_t kvh = h / (n_heads / n_kv), n_keys = pos_off + step + r + 1;
-            const float *qr = q + base + (r * n_heads + h) * hd;
-            double mx = -INFINITY, sum = 0.0;
-            for (int64_t j = 0; j < n_keys; j++) {
-                double d = 0.0;
-                for (int64_t e = 0; e < hd; e++) d += (double)qr[e] * kc[j * kv_dim + kvh * hd + e];
-                s[j] = d / sqrt((double)hd);
-                if (s[j] > mx) mx = s[j];
-            }
-            for (int64_t j = 0; j < n_keys; j++) sum += (s[j] = exp(s[j] - mx));
+            ref_head(q + base + (r * n_heads + h) * hd, kc, vc, n_keys, kv_dim, kvh, hd, s, o);
             for (int64_t e = 0; e < hd; e++) {
-                double o = 0.0;
-                for (int64_t j = 0; j < n_keys; j++) o += s[j] * vc[j * kv_dim + kvh * hd + e];
-                o /= sum;
                 const double got = out[base + (r * n_heads + h) * hd + e];
-                const double err = isnan(got) ? INFINITY : fabs(got - o);
+                const double err = isnan(got) ? INFINITY : fabs(got - o[e]);
                 if (err > worst) worst = err;
             }
         }
     CHECK_MSG(worst <= 2e-5, "head size %lld, %lld/%lld heads, %lld rows, %lld keys first%s: max |diff| %.3g",
               (long long)hd, (long long)n_heads, (long long)n_kv, (long long)rows,
               (long long)(pos_off + step + 1), use_dpos ? ", position on the device" : "", worst);
-    free(s);
+    free(s), free(o);
     free(q), free(kc), free(vc), free(out);
     wk_cuda_free(dq), wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dout), wk_cuda_free(dpos);
 }
@@ -127,19 +136,8 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
     double *s = malloc(sizeof(double) * (size_t)n_keys), *o = malloc(sizeof(double) * (size_t)hd);
     double worst_att = 0.0, worst = 0.0;
     for (int64_t h = 0; h < n_heads; h++) {
-        const int64_t kvh = h / (n_heads / n_kv);
-        double mx = -INFINITY, sum = 0.0;
-        for (int64_t j = 0; j < n_keys; j++) {
-            double d = 0.0;
-            for (int64_t e = 0; e < hd; e++) d += (double)qr0[h * hd + e] * kc[j * kv_dim + kvh * hd + e];
-            s[j] = d / sqrt((double)hd);
-            if (s[j] > mx) mx = s[j];
-        }
-        for (int64_t j = 0; j < n_keys; j++) sum += (s[j] = exp(s[j] - mx));
+        ref_head(qr0 + h * hd, kc, vc, n_keys, kv_dim, h / (n_heads / n_kv), hd, s, o);
         for (int64_t e = 0; e < hd; e++) {
-            double a = 0.0;
-            for (int64_t j = 0; j < n_keys; j++) a += s[j] * vc[j * kv_dim + kvh * hd + e];
-            o[e] = a / sum;
             const double err = isnan(out[h * hd + e]) ? INFINITY : fabs(out[h * hd + e] - o[e]);
             if (err > worst_att) worst_att = err;
         }
