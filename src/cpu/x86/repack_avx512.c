@@ -3,12 +3,13 @@
  * products summed into each 32-bit lane, without the 16-bit saturation), and
  * _mm256_dpwssd_epi32 multiplies a group's 32-bit sum (when it fits 16 bits) by its scale
  * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
- * are the same helpers (tiles_x86.h), so are the results. Q8_0 and Q4_0 take tiles of 1
- * to 4 rows for every row count; the others the AVX2 row thresholds (tiles below, the
- * many-row kernel of repack_rows_avx2.c from there). One row reads 8 groups side by side.
- * Q6_K and Q2_K work in 512-bit registers, two column groups per register (below): 512-bit
- * dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the products per
- * instruction, and the decoding of a group is shared by two column groups. */
+ * are the same helpers or their operations lane by lane (tiles_x86.h), so are the results.
+ * Q8_0 and Q4_0 take tiles of 1 to 4 rows for every row count; Q4_1, Q5_0, Q5_1 and Q4_K up
+ * to 16 rows, Q6_K and Q2_K their AVX2 thresholds (the many-row kernel of
+ * repack_rows_avx2.c from there). One row reads 8 groups side by side.
+ * The tiles of every type but Q8_0 work in 512-bit registers, two column groups per register
+ * (below): 512-bit dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the
+ * products per instruction, and a group's decoding serves two column groups. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -39,86 +40,6 @@ WK_INLINE void wk_vnni_q8_0x8_block(const int R, const uint8_t *blk, const char 
     wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
 }
 WK_TILES_R4(wk_vnni_q8_0x8, sizeof(wk_block_q8_0))
-
-
-/* 8 bytes (one per column) as the low 16 bits of 8 x int32 (high 16 bits zero: the
- * dpwssd pair of a sum that fits 16 bits, whose high half is its sign). */
-WK_INLINE __m256i wk_vnni_cols_u8(const uint8_t *v)
-{
-    return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)v));
-}
-
-/* The K types' scaled sums go to WK_NCH chains per row (chain[r][j]), so that the
- * 5-cycle dpwssd latency does not serialize the groups; wk_vnni_fold adds them up. */
-#define WK_NCH(R) ((R) <= 2 ? 4 : 2)
-WK_INLINE void wk_vnni_fold(const int R, __m256i chain[][4], __m256i *isum)
-{
-    for (int r = 0; r < R; r++) {
-        isum[r] = chain[r][0];
-        for (int j = 1; j < WK_NCH(R); j++) isum[r] = _mm256_add_epi32(isum[r], chain[r][j]);
-    }
-}
-
-/* The rows' Q8_K super-blocks b, their min sums and chains at zero. */
-WK_INLINE void wk_vnni_k_start(const int R, const char *x, size_t xs, int64_t b,
-                               const wk_block_q8_K **xb, __m256i *msum, __m256i ch[][4])
-{
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm256_setzero_si256();
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm256_setzero_si256();
-    }
-}
-
-
-/* ---- Q4_Kx8: per 32-element sub-block, two sums of 4 steps (16 products of at most
- * 15 x 128: 16 bits) each multiplied by its 6-bit scale with one dpwssd ---- */
-WK_INLINE void wk_vnni_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
-                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
-{
-    (void)nb, (void)aux;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    uint8_t sc[64], mn[64];
-    wk_k4x8_decode(blk + 32, sc);
-    wk_k4x8_decode(blk + 80, mn);
-    const wk_block_q8_K *xb[4];
-    __m256i isum[4], msum[4], ch[4][4];
-    wk_vnni_k_start(R, x, xs, b, xb, msum, ch);
-    for (int p = 0; p < 4; p++) {
-        const __m256i slo = wk_vnni_cols_u8(sc + 8 * (2 * p)), shi = wk_vnni_cols_u8(sc + 8 * (2 * p + 1));
-        for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
-            __m256i plo[4], phi[4];
-            for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();
-            for (int s = 4 * h; s < 4 * h + 4; s++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
-                __m256i lo = _mm256_and_si256(v, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-                for (int r = 0; r < R; r++) {
-                    const int8_t *xq = xb[r]->qs + 64 * p;
-                    plo[r] = _mm256_dpbusd_epi32(plo[r], lo, wk_bcast4(xq + 4 * s));
-                    phi[r] = _mm256_dpbusd_epi32(phi[r], hi, wk_bcast4(xq + 32 + 4 * s));
-                }
-            }
-            const int j = (2 * p + h) % WK_NCH(R);
-            for (int r = 0; r < R; r++)
-                ch[r][j] = _mm256_dpwssd_epi32(_mm256_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
-        }
-    }
-    wk_vnni_fold(R, ch, isum);
-    for (int q = 0; q < 4; q++) { /* mins of sub-blocks 2q, 2q + 1 as an int16 pair */
-        __m256i mnp = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn + 16 * q)),
-                                                             _mm_loadl_epi64((const __m128i *)(mn + 16 * q + 8))));
-        for (int r = 0; r < R; r++) {
-            int bs0 = xb[r]->bsums[4 * q] + xb[r]->bsums[4 * q + 1];
-            int bs1 = xb[r]->bsums[4 * q + 2] + xb[r]->bsums[4 * q + 3];
-            __m256i bp = _mm256_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
-            msum[r] = _mm256_dpwssd_epi32(msum[r], mnp, bp);
-        }
-    }
-    wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
-}
-WK_TILES_R2(wk_vnni_q4_Kx8, sizeof(wk_block_q4_K))
-
 
 /* ---- Q6_Kx8 in 512-bit registers: two column groups (two weight streams) per register ----
  * On these processors 512-bit dpbusd and dpwssd issue on two ports, as the 256-bit ones do,
@@ -319,6 +240,82 @@ static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {
     {wk_vnni_q2z_tile_4_1, wk_vnni_q2z_tile_4_2}};
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
+/* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
+ * (two of 4 steps per 32-element sub-block, each times its scale by one dpwssd), both groups'
+ * scales and mins decoded into one table each ---- */
+WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
+                                  size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb, (void)aux;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    uint8_t sc[2][64], mn[2][64];
+    wk_k4x8_decode(b0 + 32, sc[0]), wk_k4x8_decode(b1 + 32, sc[1]);
+    wk_k4x8_decode(b0 + 80, mn[0]), wk_k4x8_decode(b1 + 80, mn[1]);
+    const wk_block_q8_K *xb[4];
+    __m512i ch[4][4], msum[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
+    for (int p = 0; p < 4; p++) {
+        const __m512i slo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p)),
+                                                                    _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p))));
+        const __m512i shi = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p + 8)),
+                                                                    _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p + 8))));
+        for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
+            __m512i plo[4], phi[4];
+            for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
+            for (int s = 4 * h; s < 4 * h + 4; s++) {
+                const __m512i v = wk_vnni_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (int r = 0; r < R; r++) {
+                    const int8_t *xq = xb[r]->qs + 64 * p;
+                    plo[r] = _mm512_dpbusd_epi32(plo[r], lo, wk_bcast4z(xq + 4 * s));
+                    phi[r] = _mm512_dpbusd_epi32(phi[r], hi, wk_bcast4z(xq + 32 + 4 * s));
+                }
+            }
+            const int j = (2 * p + h) % 4;
+            for (int r = 0; r < R; r++)
+                ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
+        }
+    }
+    for (int q = 0; q < 4; q++) { /* mins of sub-blocks 2q, 2q + 1 as an int16 pair */
+        __m256i m0 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn[0] + 16 * q)),
+                                                            _mm_loadl_epi64((const __m128i *)(mn[0] + 16 * q + 8))));
+        __m256i m1 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn[1] + 16 * q)),
+                                                            _mm_loadl_epi64((const __m128i *)(mn[1] + 16 * q + 8))));
+        const __m512i mnp = _mm512_inserti64x4(_mm512_castsi256_si512(m0), m1, 1);
+        for (int r = 0; r < R; r++) {
+            int bs0 = xb[r]->bsums[4 * q] + xb[r]->bsums[4 * q + 1];
+            int bs1 = xb[r]->bsums[4 * q + 2] + xb[r]->bsums[4 * q + 3];
+            __m512i bp = _mm512_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
+            msum[r] = _mm512_dpwssd_epi32(msum[r], mnp, bp);
+        }
+    }
+    __m256i i0[4], i1[4], n0[4], n1[4];
+    for (int r = 0; r < R; r++) {
+        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        i0[r] = _mm512_castsi512_si256(s), i1[r] = _mm512_extracti64x4_epi64(s, 1);
+        n0[r] = _mm512_castsi512_si256(msum[r]), n1[r] = _mm512_extracti64x4_epi64(msum[r], 1);
+    }
+    wk_acc_q8_K_min(R, b0, xb, i0, n0, acc0);
+    wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
+}
+WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
+static wk_tile_fn const wk_vnni_q4kz_tiles[4][4] = {
+    {wk_vnni_q4kz_tile_1_1, wk_vnni_q4kz_tile_1_2, wk_vnni_q4kz_tile_1_4},
+    {wk_vnni_q4kz_tile_2_1, wk_vnni_q4kz_tile_2_2, wk_vnni_q4kz_tile_2_4},
+    {wk_vnni_q4kz_tile_3_1, wk_vnni_q4kz_tile_3_2},
+    {wk_vnni_q4kz_tile_4_1, wk_vnni_q4kz_tile_4_2}};
+/* The tiles (4 rows, repeated) below this many rows, the AVX2 many-row kernel from there: on
+ * the lent GPU host's Xeon (2 threads, from memory, interleaved) the tiles took 0.85 of its
+ * time at 3 and 16 rows, 0.80-0.85 at 4, 0.92 at 8. */
+#ifndef WK_VNNI_Q4_K_MIN_ROWS
+#define WK_VNNI_Q4_K_MIN_ROWS 17
+#endif
+WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
+
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
  * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
@@ -441,13 +438,10 @@ WK_TILES_FN(wk_vnni_tiles_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
 WK_TILES_FN(wk_vnni_tiles_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
 
-
-WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4_Kx8_tiles, 2, 256, false, NULL)
-
 WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q4_1)
 WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_0)
 WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_1)
-WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
+WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_VNNI_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
 WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
 WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
 
