@@ -384,7 +384,7 @@ static void test_repacked_groups(wk_isa isa)
  * so the kernel must equal the scalar reference exactly. */
 static void test_q5_0_extremes(wk_isa isa)
 {
-    enum { NC = 16, NR = 6, NB = 2 };
+    enum { NC = 24, NR = 6, NB = 2 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
     const int64_t k = NB * 32;
     wk_block_q5_0 w[NC * NB], wp[NC * NB];
     wk_block_q8_0 x[NR * NB];
@@ -421,7 +421,7 @@ static void test_q5_0_extremes(wk_isa isa)
  * sums must still equal the scalar reference exactly (integers times 1.0). */
 static void test_q6_K_extremes(wk_isa isa)
 {
-    enum { NC = 16, NR = 6 };
+    enum { NC = 24, NR = 6 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
     const int64_t k = 256;
     static wk_block_q6_K w[NC], wp[NC];
     static wk_block_q8_K x[NR];
