@@ -328,6 +328,70 @@ static void test_bad_forward_and_context(const char *path)
     wk_model_free(m);
 }
 
+/* Greedy decoding one step ahead (the GPU's loop; WICK_DECODE_AHEAD=1 takes it on the CPU)
+ * gives the same tokens, stops and statistics as the plain loop: at max_tokens 1, 2 and
+ * 20, at the end of the context, when the callback stops, and in a second generation
+ * after one that stopped with a step queued past its end. */
+typedef struct {
+    int32_t ids[128];
+    int n, stop_after;
+} token_log;
+
+static int log_token(void *user, int32_t token, const char *text, size_t len)
+{
+    (void)text, (void)len;
+    token_log *t = user;
+    if (token >= 0 && t->n < 128) t->ids[t->n++] = token;
+    return t->stop_after && t->n >= t->stop_after;
+}
+
+static void test_decode_ahead(const char *path)
+{
+    const struct { int64_t max_tokens, n_ctx; int stop_after; } cases[] = {
+        {20, 64, 0}, {1, 64, 0}, {2, 64, 0}, {100, 16, 0}, {20, 64, 5}, {3, 6, 0}, {4, 6, 0},
+    };
+    int32_t prompt[3] = {1, 2, 3};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        wk_model_options mo;
+        wk_model_options_init(&mo);
+        mo.n_ctx = cases[c].n_ctx;
+        wk_model *m;
+        CHECK_OK(wk_model_load(path, &mo, &m));
+        if (!m) return;
+        wk_generate_options g;
+        wk_generate_options_init(&g);
+        g.max_tokens = cases[c].max_tokens;
+        g.stop_at_eos = false;
+        token_log runs[2][2];
+        wk_generate_stats st[2][2];
+        memset(runs, 0, sizeof runs);
+        for (int ahead = 0; ahead < 2; ahead++) {
+            if (ahead)
+                setenv("WICK_DECODE_AHEAD", "1", 1);
+            else
+                unsetenv("WICK_DECODE_AHEAD");
+            for (int rep = 0; rep < 2; rep++) { /* the second after the first's stop */
+                runs[ahead][rep].stop_after = cases[c].stop_after;
+                CHECK_OK(wk_model_generate(m, prompt, 3, &g, log_token, &runs[ahead][rep], &st[ahead][rep]));
+            }
+        }
+        unsetenv("WICK_DECODE_AHEAD");
+        for (int rep = 0; rep < 2; rep++) {
+            const token_log *a = &runs[0][rep], *b = &runs[1][rep];
+            const wk_generate_stats *sa = &st[0][rep], *sb = &st[1][rep];
+            CHECK_MSG(a->n == b->n && memcmp(a->ids, b->ids, sizeof(int32_t) * (size_t)a->n) == 0,
+                      "case %zu run %d: %d tokens one step ahead, %d in the plain loop, or different ids", c, rep,
+                      b->n, a->n);
+            CHECK_MSG(sa->n_generated == sb->n_generated && sa->n_decode == sb->n_decode &&
+                          sa->hit_context == sb->hit_context && sa->hit_eos == sb->hit_eos,
+                      "case %zu run %d: stats differ (generated %lld/%lld, decode %lld/%lld, context %d/%d)", c,
+                      rep, (long long)sa->n_generated, (long long)sb->n_generated, (long long)sa->n_decode,
+                      (long long)sb->n_decode, sa->hit_context, sb->hit_context);
+        }
+        wk_model_free(m);
+    }
+}
+
 static void test_hostile(const wk_gguf *src, const weights *w, const char *dir)
 {
     static const struct {
@@ -398,6 +462,7 @@ int main(void)
     CHECK(write_model(src, &w, HOSTILE_NONE, path) == 0);
     test_forward_matches_float64(path, &w);
     test_bad_forward_and_context(path);
+    test_decode_ahead(path);
     unlink(path);
     /* An untied output projection is used instead of the embedding table. */
     snprintf(path, sizeof path, "%s/untied.gguf", dir);

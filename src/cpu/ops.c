@@ -43,6 +43,13 @@ static wk_status cpu_copy_bytes(wk_engine *e, void *dst, const void *src, size_t
     return WK_OK;
 }
 
+/* The CPU's forward has finished when it returns: a copy "later" is done at once. */
+static wk_status cpu_collect(wk_engine *e)
+{
+    (void)e;
+    return WK_OK;
+}
+
 static wk_status cpu_sync(wk_engine *e)
 {
     (void)e;
@@ -436,4 +443,6 @@ const wk_backend wk_cpu_backend = {
     .argmax = cpu_argmax,
     .matmul = cpu_matmul,
     .matmuls = cpu_matmuls,
+    .download_later = cpu_copy_bytes,
+    .collect = cpu_collect,
 };

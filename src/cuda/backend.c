@@ -7,6 +7,7 @@
  * rows do) is a decode step: the second time it is seen it is captured as a graph whose
  * kernels read the position from device memory, and from then on one graph launch runs
  * the whole step. Any other list (a prompt, a changed buffer) runs kernel by kernel. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,12 +43,24 @@ typedef struct cuda_be {
     float *heads_buf; /* the heads' output projection shares and their sum (plan_lazy_o) */
     int64_t heads_floats;
     long replays, captures, eager_lists;
+    wk_cuda_later *later[2]; /* download_later's copies, oldest at later_head */
+    void *later_dst[2];
+    size_t later_bytes[2];
+    int later_head, later_n;
+    wk_cuda_timer *timer; /* WICK_CUDA_STEP_TIMES=1: each replay timed on the GPU */
+    double replay_ms;
+    long timed;
 } cuda_be;
 
 static void be_free_state(void *p)
 {
     cuda_be *b = p;
     if (!b) return;
+    if (b->timed)
+        fprintf(stderr, "wick: %ld decode steps replayed, %.1f us each on the GPU (set_pos to the graph's end)\n",
+                b->timed, 1000.0 * b->replay_ms / (double)b->timed);
+    wk_cuda_timer_free(b->timer);
+    for (int i = 0; i < 2; i++) wk_cuda_later_free(b->later[i]);
     wk_cuda_graph_free(b->graph);
     wk_cuda_free(b->dpos);
     wk_cuda_free(b->heads_buf);
@@ -75,6 +88,11 @@ static wk_status be_get(wk_engine *e, cuda_be **out)
         b->graphs_off = g && strcmp(g, "0") == 0;
         const char *ao = getenv("WICK_CUDA_ATTN_O");
         b->attn_o_off = ao && strcmp(ao, "0") == 0;
+        const char *tm = getenv("WICK_CUDA_STEP_TIMES");
+        if (tm && strcmp(tm, "1") == 0 && wk_cuda_timer_create(&b->timer) != WK_OK) {
+            b->timer = NULL;
+            wk_clear_error();
+        }
         *slot = b;
     }
     *out = *slot;
@@ -488,8 +506,15 @@ static wk_status flush(wk_engine *e)
             }
         }
         if (b->graph) {
-            st = wk_cuda_set_pos(c, b->dpos, P);
+            if (b->timer) st = wk_cuda_timer_start(c, b->timer);
+            if (!st) st = wk_cuda_set_pos(c, b->dpos, P);
             if (!st) st = wk_cuda_graph_launch(c, b->graph);
+            if (!st && b->timer) { /* waits for the step: for measuring only */
+                float ms = 0.f;
+                st = wk_cuda_timer_stop(c, b->timer, &ms);
+                b->replay_ms += ms;
+                b->timed++;
+            }
             b->replays++;
             return st;
         }
@@ -553,6 +578,34 @@ static wk_status be_download(wk_engine *e, void *dst, const void *src, size_t nb
     wk_status st = flush(e);
     if (st) return st;
     return wk_cuda_copy_d2h(wk_cuda_engine_ctx(e), dst, src, nbytes);
+}
+
+static wk_status be_download_later(wk_engine *e, void *dst, const void *src, size_t nbytes)
+{
+    cuda_be *b = NULL;
+    wk_status st = be_get(e, &b);
+    if (st) return st;
+    if (b->later_n == 2) return wk_fail(WK_ERR_INVALID, "CUDA: two copies back are queued already");
+    const int slot = (b->later_head + b->later_n) % 2;
+    if (!b->later[slot] && (st = wk_cuda_later_create(64, &b->later[slot]))) return st;
+    if ((st = flush(e))) return st;
+    if ((st = wk_cuda_later_start(wk_cuda_engine_ctx(e), b->later[slot], src, nbytes))) return st;
+    b->later_dst[slot] = dst;
+    b->later_bytes[slot] = nbytes;
+    b->later_n++;
+    return WK_OK;
+}
+
+static wk_status be_collect(wk_engine *e)
+{
+    cuda_be *b = NULL;
+    wk_status st = be_get(e, &b);
+    if (st) return st;
+    if (b->later_n == 0) return wk_fail(WK_ERR_INVALID, "CUDA: no copy back is queued");
+    const int slot = b->later_head;
+    b->later_head = (slot + 1) % 2;
+    b->later_n--;
+    return wk_cuda_later_finish(b->later[slot], b->later_dst[slot], b->later_bytes[slot]);
 }
 
 static wk_status be_sync(wk_engine *e)
@@ -681,6 +734,8 @@ const wk_backend wk_cuda_backend = {
     .copy = be_copy,
     .argmax = be_argmax,
     .matmul = be_matmul,
+    .download_later = be_download_later,
+    .collect = be_collect,
 };
 
 /* Counters for tests and the benchmark: lists replayed as graphs, captured, run eagerly. */

@@ -235,3 +235,55 @@ extern "C" void wk_cuda_graph_free(void *exec)
 {
     if (exec) cudaGraphExecDestroy((cudaGraphExec_t)exec);
 }
+
+/* ---- copies back that the host collects later ----------------------------------------- */
+struct wk_cuda_later {
+    void *pinned; /* page-locked staging: the copy runs without the host */
+    size_t cap;
+    cudaEvent_t done;
+};
+
+extern "C" wk_status wk_cuda_later_create(size_t cap, wk_cuda_later **out)
+{
+    *out = NULL;
+    wk_cuda_later *l = (wk_cuda_later *)calloc(1, sizeof *l);
+    if (!l) return wk_fail(WK_ERR_NOMEM, "CUDA: out of host memory");
+    if (cudaHostAlloc(&l->pinned, cap, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();
+        free(l);
+        return wk_fail(WK_ERR_NOMEM, "CUDA: cannot allocate %zu bytes of page-locked memory", cap);
+    }
+    if (cudaEventCreateWithFlags(&l->done, cudaEventDisableTiming) != cudaSuccess) {
+        cudaFreeHost(l->pinned);
+        free(l);
+        return wk_fail(WK_ERR_DEVICE, "CUDA: cudaEventCreate failed");
+    }
+    l->cap = cap;
+    *out = l;
+    return WK_OK;
+}
+
+extern "C" void wk_cuda_later_free(wk_cuda_later *l)
+{
+    if (!l) return;
+    cudaEventSynchronize(l->done);
+    cudaEventDestroy(l->done);
+    cudaFreeHost(l->pinned);
+    free(l);
+}
+
+extern "C" wk_status wk_cuda_later_start(wk_cuda_ctx *c, wk_cuda_later *l, const void *src, size_t bytes)
+{
+    if (bytes > l->cap)
+        return wk_fail(WK_ERR_INVALID, "CUDA: a later copy of %zu bytes (at most %zu)", bytes, l->cap);
+    WK_CU(cudaMemcpyAsync(l->pinned, src, bytes, cudaMemcpyDeviceToHost, c->stream));
+    WK_CU(cudaEventRecord(l->done, c->stream));
+    return WK_OK;
+}
+
+extern "C" wk_status wk_cuda_later_finish(wk_cuda_later *l, void *dst, size_t bytes)
+{
+    WK_CU(cudaEventSynchronize(l->done));
+    memcpy(dst, l->pinned, bytes);
+    return WK_OK;
+}

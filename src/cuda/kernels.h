@@ -138,6 +138,15 @@ wk_status wk_cuda_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, 
 /* Read bandwidth: sum bytes of a buffer (16-byte loads), for the benchmark's ceiling. */
 wk_status wk_cuda_read_kernel(wk_cuda_ctx *c, const void *buf, size_t bytes, float *sink);
 
+/* A copy device -> host that the stream runs when it gets there and the host collects
+ * later (greedy decoding one step ahead): start queues it (into page-locked staging of
+ * cap bytes) and returns; finish waits for it and hands the bytes over. */
+typedef struct wk_cuda_later wk_cuda_later;
+wk_status wk_cuda_later_create(size_t cap, wk_cuda_later **out);
+void wk_cuda_later_free(wk_cuda_later *l);
+wk_status wk_cuda_later_start(wk_cuda_ctx *c, wk_cuda_later *l, const void *src, size_t bytes);
+wk_status wk_cuda_later_finish(wk_cuda_later *l, void *dst, size_t bytes);
+
 /* Events for timing on the context's stream. */
 typedef struct wk_cuda_timer wk_cuda_timer;
 wk_status wk_cuda_timer_create(wk_cuda_timer **out);

@@ -82,6 +82,13 @@ typedef struct wk_backend {
      * matmul. */
     wk_status (*matmuls)(wk_engine *e, int count, wk_qmatmul *const *mm, const float *x,
                          int64_t m, float *const *y);
+
+    /* Optional (NULL: greedy decoding waits for each choice): download_later queues a copy
+     * of nbytes (at most 64) device -> host after everything queued so far and returns; its
+     * bytes are in dst once collect has returned, which takes the oldest queued copy. At
+     * most 2 queued at a time. Greedy decoding then runs one step ahead of the host. */
+    wk_status (*download_later)(wk_engine *e, void *dst, const void *src, size_t nbytes);
+    wk_status (*collect)(wk_engine *e);
 } wk_backend;
 
 /* The CPU table (src/cpu/ops.c). */

@@ -72,6 +72,66 @@ static int utf8_push(utf8_stream *u, const char *piece, size_t n, int32_t token,
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
+/* Greedy decoding one step ahead of the host (backends that copy back later): the step of
+ * a token and the step after it (its input the first one's choice, read on the device)
+ * are queued before the host passes the token on, so the device never waits for the host.
+ * The same tokens, stops and statistics as the loop in wk_model_generate; a step queued
+ * past a stop is waited for and dropped (its cache row is beyond n_past). */
+static wk_status decode_ahead(wk_model *m, int32_t token, const wk_generate_options *opt, wk_token_callback cb,
+                              void *user, wk_generate_stats *stats, utf8_stream *text)
+{
+    const int64_t n_ctx = m->info.n_ctx, max = opt->max_tokens;
+    int64_t used = m->n_past; /* positions whose steps' choices were taken */
+    int32_t out[2];
+    int queued = 0, oldest = 0;
+    wk_status st = WK_OK;
+    for (int64_t generated = 0; generated < max;) {
+        generated++;
+        stats->n_generated = generated;
+        if (opt->stop_at_eos && wk_tokenizer_is_eog(m->tokenizer, token)) {
+            stats->hit_eos = true;
+            break;
+        }
+        const bool needed = generated < max && used < n_ctx;
+        if (needed && queued == 0) {
+            if ((st = wk_model_greedy_queue(m, &token, &out[(oldest + queued) % 2])) != WK_OK) break;
+            queued++;
+        }
+        if (needed && queued == 1 && generated + 1 < max && used + 1 < n_ctx) {
+            if ((st = wk_model_greedy_queue(m, NULL, &out[(oldest + queued) % 2])) != WK_OK) break;
+            queued++;
+        }
+        const char *piece;
+        size_t piece_len;
+        if ((st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len)) != WK_OK) break;
+        int stop = utf8_push(text, piece, piece_len, token, cb, user);
+        if (stop < 0) {
+            st = wk_fail(WK_ERR_NOMEM, "cannot hold the text of token %d", (int)token);
+            break;
+        }
+        if (stop || generated == max) break;
+        if (used >= n_ctx) {
+            stats->hit_context = true;
+            break;
+        }
+        if ((st = wk_model_greedy_collect(m)) != WK_OK) {
+            queued--; /* taken off the queue, failed */
+            break;
+        }
+        token = out[oldest];
+        oldest = (oldest + 1) % 2;
+        queued--;
+        used++;
+        stats->n_decode++;
+    }
+    for (; queued > 0; queued--) { /* steps past the stop */
+        wk_status dst = wk_model_greedy_collect(m);
+        if (st == WK_OK) st = dst;
+    }
+    m->n_past = used;
+    return st;
+}
+
 wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt,
                             const wk_generate_options *opt, wk_token_callback cb, void *user,
                             wk_generate_stats *stats)
@@ -118,6 +178,11 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
 
     /* Decode: pass the token on, feed it back, choose the next. */
     t0 = now_ms();
+    if (greedy && wk_model_greedy_can_queue(m)) {
+        st = decode_ahead(m, token, opt, cb, user, stats, &text);
+        if (st != WK_OK) goto done;
+        goto decoded;
+    }
     for (int64_t generated = 0; generated < opt->max_tokens;) {
         generated++;
         stats->n_generated = generated;
@@ -147,6 +212,7 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
         token = greedy ? next : wk_sampler_sample(sampler, logits);
         stats->n_decode++;
     }
+decoded:
     stats->decode_ms = now_ms() - t0;
     /* Bytes of a character the model never finished are passed as they are. */
     if (text.len > 0 && cb) {

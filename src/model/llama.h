@@ -47,6 +47,15 @@ struct wk_model {
     int64_t n_past;         /* tokens in the KV cache */
 };
 
+/* Greedy decoding one step ahead (generate.c), where the backend can copy back later:
+ * queue the step of one token at position n_past (token, or with token NULL the id the
+ * step queued before chooses, read on the device) and advance n_past; its choice is in
+ * *out once wk_model_greedy_collect, which takes the oldest queued step, has returned.
+ * At most two steps queued. */
+bool wk_model_greedy_can_queue(const wk_model *m);
+wk_status wk_model_greedy_queue(wk_model *m, const int32_t *token, int32_t *out);
+wk_status wk_model_greedy_collect(wk_model *m);
+
 /* Allocate the forward's device buffers (load calls it once). */
 wk_status wk_llama_state_init(wk_model *m, int64_t max_batch);
 void wk_llama_state_free(wk_model *m);

@@ -1,6 +1,7 @@
 /* The Llama forward: a batch of tokens at a position, through every block, to logits.
  * It calls only the device's operation table (backend.h), so it reads the same on every
  * device. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -20,9 +21,10 @@ static wk_status matmuls(const wk_backend *be, wk_engine *e, int count, wk_qmatm
 
 /* One batch of at most max_batch tokens at positions pos .. pos+n-1; the logits of the
  * rows that want them end up in logits_host, or (token_host, last row only) just the id of
- * the largest, chosen on the device. */
+ * the largest, chosen on the device. tokens NULL (one row): the id the device chose last.
+ * later: token_host is filled by the backend's collect, not before this returns. */
 static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, int64_t pos,
-                               bool all_logits, float *logits_host, int32_t *token_host)
+                               bool all_logits, float *logits_host, int32_t *token_host, bool later)
 {
     const wk_model_info *h = &m->info;
     const wk_backend *be = m->be;
@@ -40,7 +42,7 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
      * the device chose last: it is read where the choice left it, not copied there again
      * (on the GPU a copy is a round trip the step would wait for). */
     const int32_t *ids = s->ids;
-    if (n == 1 && s->best_known && tokens[0] == s->best_host)
+    if (!tokens || (n == 1 && s->best_known && tokens[0] == s->best_host))
         ids = s->best;
     else
         RUN(be->upload(e, s->ids, tokens, (size_t)n * sizeof(int32_t)));
@@ -95,9 +97,13 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
     if (token_host) {
         s->best_known = false; /* until the copy below lands */
         RUN(be->argmax(e, s->logits, h->n_vocab, s->best));
-        RUN(be->download(e, token_host, s->best, sizeof(int32_t)));
-        s->best_host = *token_host;
-        s->best_known = true;
+        if (later) {
+            RUN(be->download_later(e, token_host, s->best, sizeof(int32_t)));
+        } else {
+            RUN(be->download(e, token_host, s->best, sizeof(int32_t)));
+            s->best_host = *token_host;
+            s->best_known = true;
+        }
     } else {
         RUN(be->download(e, logits_host, s->logits, (size_t)rows * h->n_vocab * sizeof(float)));
     }
@@ -128,7 +134,7 @@ static wk_status forward(wk_model *m, const int32_t *tokens, int64_t n, int64_t 
         int64_t b = n - done < m->st.max_batch ? n - done : m->st.max_batch;
         bool last = done + b == n;
         float *out = all_logits ? logits + done * h->n_vocab : (last ? logits : NULL);
-        wk_status st = forward_batch(m, tokens + done, b, pos + done, all_logits, out, last ? token : NULL);
+        wk_status st = forward_batch(m, tokens + done, b, pos + done, all_logits, out, last ? token : NULL, false);
         if (st != WK_OK) return st;
         done += b;
         m->n_past = pos + done;
@@ -149,3 +155,30 @@ wk_status wk_model_forward_greedy(wk_model *m, const int32_t *tokens, int64_t n,
 }
 
 void wk_model_reset(wk_model *m) { m->n_past = 0; }
+
+/* Worth it where the device runs apart from the host (on the CPU the step queued past a
+ * stop is a whole forward for nothing); WICK_DECODE_AHEAD=1 takes it on the CPU too (the
+ * tests compare the two loops there), =0 nowhere (for measuring). */
+bool wk_model_greedy_can_queue(const wk_model *m)
+{
+    if (!m->be->download_later || !m->be->collect) return false;
+    const char *e = getenv("WICK_DECODE_AHEAD");
+    if (e && strcmp(e, "0") == 0) return false;
+    return m->be->device != WK_DEVICE_CPU || (e && strcmp(e, "1") == 0);
+}
+
+wk_status wk_model_greedy_queue(wk_model *m, const int32_t *token, int32_t *out)
+{
+    const int64_t pos = m->n_past;
+    if (pos >= m->info.n_ctx)
+        return wk_fail(WK_ERR_INVALID, "no room for a token at position %lld in the context of %lld",
+                       (long long)pos, (long long)m->info.n_ctx);
+    if (token && (*token < 0 || *token >= m->info.n_vocab))
+        return wk_fail(WK_ERR_INVALID, "token id %d is outside the vocabulary of %lld", (int)*token,
+                       (long long)m->info.n_vocab);
+    wk_status st = forward_batch(m, token, 1, pos, false, NULL, out, true);
+    if (st == WK_OK) m->n_past = pos + 1;
+    return st;
+}
+
+wk_status wk_model_greedy_collect(wk_model *m) { return m->be->collect(m->engine); }
