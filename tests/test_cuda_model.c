@@ -127,9 +127,11 @@ int main(void)
                   "a second GPU run (graph replays) changed the greedy ids");
 #ifdef WICK_HAVE_CUDA
         long replays = 0, captures = 0, eager = 0;
-        wk_cuda_backend_stats(gpu_q->engine, &replays, &captures, &eager);
+        double step_us = 0.0;
+        wk_cuda_backend_stats(gpu_q->engine, &replays, &captures, &eager, &step_us);
         printf("  cuda lists: %ld graph replays, %ld captures, %ld run eagerly\n", replays, captures,
                eager);
+        if (step_us > 0) printf("  a replayed decode step: %.1f us on the GPU (WICK_CUDA_STEP_TIMES=1)\n", step_us);
         CHECK_MSG(replays >= N_GEN, "decode steps were not replayed as graphs (%ld replays)", replays);
 #endif
     }

@@ -7,7 +7,6 @@
  * rows do) is a decode step: the second time it is seen it is captured as a graph whose
  * kernels read the position from device memory, and from then on one graph launch runs
  * the whole step. Any other list (a prompt, a changed buffer) runs kernel by kernel. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,9 +55,6 @@ static void be_free_state(void *p)
 {
     cuda_be *b = p;
     if (!b) return;
-    if (b->timed)
-        fprintf(stderr, "wick: %ld decode steps replayed, %.1f us each on the GPU (set_pos to the graph's end)\n",
-                b->timed, 1000.0 * b->replay_ms / (double)b->timed);
     wk_cuda_timer_free(b->timer);
     for (int i = 0; i < 2; i++) wk_cuda_later_free(b->later[i]);
     wk_cuda_graph_free(b->graph);
@@ -738,15 +734,18 @@ const wk_backend wk_cuda_backend = {
     .collect = be_collect,
 };
 
-/* Counters for tests and the benchmark: lists replayed as graphs, captured, run eagerly. */
-void wk_cuda_backend_stats(wk_engine *e, long *replays, long *captures, long *eager)
+/* Counters for tests and the benchmark: lists replayed as graphs, captured, run eagerly,
+ * and with WICK_CUDA_STEP_TIMES=1 the mean GPU time of a replayed step (else 0). */
+void wk_cuda_backend_stats(wk_engine *e, long *replays, long *captures, long *eager, double *step_us)
 {
     cuda_be *b = NULL;
     if (be_get(e, &b)) {
         *replays = *captures = *eager = 0;
+        *step_us = 0.0;
         return;
     }
     *replays = b->replays;
     *captures = b->captures;
     *eager = b->eager_lists;
+    *step_us = b->timed ? 1000.0 * b->replay_ms / (double)b->timed : 0.0;
 }

@@ -16,7 +16,8 @@ bool wk_cuda_mm_graphable(const wk_qmatmul *mm);
 /* The weight's format and device bytes when the matmul reads it in its own format. */
 bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w);
 
-/* Counters of the model backend: step lists replayed as graphs, captured, run eagerly. */
-void wk_cuda_backend_stats(wk_engine *e, long *replays, long *captures, long *eager);
+/* Counters of the model backend: step lists replayed as graphs, captured, run eagerly;
+ * with WICK_CUDA_STEP_TIMES=1 the mean GPU time of a replayed step in us (else 0). */
+void wk_cuda_backend_stats(wk_engine *e, long *replays, long *captures, long *eager, double *step_us);
 
 #endif
