@@ -157,17 +157,18 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
+/* The tiles of a pair block and their table, [rows - 1][index of the side-by-side count]. */
 #define WK_PAIR_TILES(NAME, BB)                                                                    \
     WK_PAIR_TILE(NAME, BB, 1, 1) WK_PAIR_TILE(NAME, BB, 1, 2) WK_PAIR_TILE(NAME, BB, 1, 4)         \
     WK_PAIR_TILE(NAME, BB, 2, 1) WK_PAIR_TILE(NAME, BB, 2, 2) WK_PAIR_TILE(NAME, BB, 2, 4)         \
     WK_PAIR_TILE(NAME, BB, 3, 1) WK_PAIR_TILE(NAME, BB, 3, 2) WK_PAIR_TILE(NAME, BB, 4, 1)         \
-    WK_PAIR_TILE(NAME, BB, 4, 2)
+    WK_PAIR_TILE(NAME, BB, 4, 2)                                                                   \
+    static wk_tile_fn const NAME##_tiles[4][4] = {                                                 \
+        {NAME##_tile_1_1, NAME##_tile_1_2, NAME##_tile_1_4},                                       \
+        {NAME##_tile_2_1, NAME##_tile_2_2, NAME##_tile_2_4},                                       \
+        {NAME##_tile_3_1, NAME##_tile_3_2},                                                        \
+        {NAME##_tile_4_1, NAME##_tile_4_2}};
 WK_PAIR_TILES(wk_vnni_q6z, sizeof(wk_block_q6_K))
-static wk_tile_fn const wk_vnni_q6z_tiles[4][4] = {
-    {wk_vnni_q6z_tile_1_1, wk_vnni_q6z_tile_1_2, wk_vnni_q6z_tile_1_4},
-    {wk_vnni_q6z_tile_2_1, wk_vnni_q6z_tile_2_2, wk_vnni_q6z_tile_2_4},
-    {wk_vnni_q6z_tile_3_1, wk_vnni_q6z_tile_3_2},
-    {wk_vnni_q6z_tile_4_1, wk_vnni_q6z_tile_4_2}};
 
 static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
@@ -179,6 +180,22 @@ static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w,
  * group one load of each stream, 3 shifts and 4 masks for its 4 steps, the scales by one
  * widening; per row 4 dpbusd on embedded broadcasts and a dpwssd. The mins meet the block
  * sums once per super-block, as in the 256-bit tile. ---- */
+/* The end of a K-type pair block with mins (Q2_K, Q4_K): a row's 4 chains of sums and its
+ * min sums, each register split into the two groups' halves, through the float step. */
+WK_INLINE void wk_pair_acc_q8_K_min(const int R, const uint8_t *b0, const uint8_t *b1,
+                                    const wk_block_q8_K *const *xb, __m512i (*ch)[4], const __m512i *msum,
+                                    __m256 *acc0, __m256 *acc1)
+{
+    __m256i i0[4], i1[4], n0[4], n1[4];
+    for (int r = 0; r < R; r++) {
+        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        i0[r] = _mm512_castsi512_si256(s), i1[r] = _mm512_extracti64x4_epi64(s, 1);
+        n0[r] = _mm512_castsi512_si256(msum[r]), n1[r] = _mm512_extracti64x4_epi64(msum[r], 1);
+    }
+    wk_acc_q8_K_min(R, b0, xb, i0, n0, acc0);
+    wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
+}
+
 WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
                                  size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
 {
@@ -223,21 +240,9 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
             msum[r] = _mm512_dpwssd_epi32(msum[r], mn, _mm512_set1_epi32(bp));
         }
     }
-    __m256i i0[4], i1[4], n0[4], n1[4];
-    for (int r = 0; r < R; r++) {
-        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
-        i0[r] = _mm512_castsi512_si256(s), i1[r] = _mm512_extracti64x4_epi64(s, 1);
-        n0[r] = _mm512_castsi512_si256(msum[r]), n1[r] = _mm512_extracti64x4_epi64(msum[r], 1);
-    }
-    wk_acc_q8_K_min(R, b0, xb, i0, n0, acc0);
-    wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
+    wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
-static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {
-    {wk_vnni_q2z_tile_1_1, wk_vnni_q2z_tile_1_2, wk_vnni_q2z_tile_1_4},
-    {wk_vnni_q2z_tile_2_1, wk_vnni_q2z_tile_2_2, wk_vnni_q2z_tile_2_4},
-    {wk_vnni_q2z_tile_3_1, wk_vnni_q2z_tile_3_2},
-    {wk_vnni_q2z_tile_4_1, wk_vnni_q2z_tile_4_2}};
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
 /* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
@@ -293,21 +298,9 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
             msum[r] = _mm512_dpwssd_epi32(msum[r], mnp, bp);
         }
     }
-    __m256i i0[4], i1[4], n0[4], n1[4];
-    for (int r = 0; r < R; r++) {
-        __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
-        i0[r] = _mm512_castsi512_si256(s), i1[r] = _mm512_extracti64x4_epi64(s, 1);
-        n0[r] = _mm512_castsi512_si256(msum[r]), n1[r] = _mm512_extracti64x4_epi64(msum[r], 1);
-    }
-    wk_acc_q8_K_min(R, b0, xb, i0, n0, acc0);
-    wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
+    wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
-static wk_tile_fn const wk_vnni_q4kz_tiles[4][4] = {
-    {wk_vnni_q4kz_tile_1_1, wk_vnni_q4kz_tile_1_2, wk_vnni_q4kz_tile_1_4},
-    {wk_vnni_q4kz_tile_2_1, wk_vnni_q4kz_tile_2_2, wk_vnni_q4kz_tile_2_4},
-    {wk_vnni_q4kz_tile_3_1, wk_vnni_q4kz_tile_3_2},
-    {wk_vnni_q4kz_tile_4_1, wk_vnni_q4kz_tile_4_2}};
 /* The tiles (4 rows, repeated) below this many rows, the AVX2 many-row kernel from there: on
  * the lent GPU host's Xeon (2 threads, from memory, interleaved) the tiles took 0.85 of its
  * time at 3 and 16 rows, 0.80-0.85 at 4, 0.92 at 8. */
