@@ -291,7 +291,7 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
  * once. Matched only in exactly that shape (records a .. a+2 and two matrix-vector jobs
  * after them, nothing else touching the residual or the projection's output). */
 typedef struct lazy_o {
-    int norm_at, down_at, end;  /* where the two jobs start; the record after them */
+    int end;                    /* the record after the two jobs */
     wk_cuda_qmv_job norm, down; /* the jobs, parts and sums filled in */
     wk_type wtype;              /* the output projection */
     const void *w;
@@ -322,23 +322,22 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
                                   at->i[2], at->i[3]))
         return false;
     const char *X = ad->p[0], *O = mo->p[1];
-    /* The RMSNorm job: reads the residual, writes something else. */
-    z->norm_at = a + 3;
-    const rec *nr = &l[z->norm_at];
-    int u1 = build_qmv(l, n, z->norm_at, P, dpos, &z->norm);
+    /* The RMSNorm job (from record a + 3): reads the residual, writes something else. */
+    const rec *nr = &l[a + 3];
+    const int u1 = build_qmv(l, n, a + 3, P, dpos, &z->norm);
     if (!u1 || z->norm.src != WK_QMV_RMSNORM || nr->p[1] != X || nr->stride[1] != ad->stride[0] ||
         nr->p[0] == X || z->norm.m != 1 || nr->i[1] != n_out)
         return false;
     /* The down job: its last output added to the residual, ending right there. */
-    z->down_at = z->norm_at + u1;
-    int u2 = z->down_at < n ? build_qmv(l, n, z->down_at, P, dpos, &z->down) : 0;
-    z->end = z->down_at + u2;
+    const int down_at = a + 3 + u1;
+    const int u2 = down_at < n ? build_qmv(l, n, down_at, P, dpos, &z->down) : 0;
+    z->end = down_at + u2;
     if (!u2 || z->down.m != 1 || l[z->end - 1].op != OP_ADD || l[z->end - 1].p[0] != X ||
         l[z->end - 1].stride[0] != ad->stride[0] || l[z->end - 1].i[0] != n_out)
         return false;
     /* Nothing between reads or writes the residual but those two, nor reads the
      * projection's output (which is no longer written) before it is overwritten. */
-    for (int i = z->norm_at + 1; i < z->end - 1; i++)
+    for (int i = a + 4; i < z->end - 1; i++)
         for (int k = 0; k < REC_PTRS; k++)
             if (l[i].p[k] == X) return false;
     if (O == X || (nr->p[0] != O && read_later(l, n, a + 3, O))) return false;
@@ -355,10 +354,9 @@ static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx
 
 /* Is there room for the heads' shares of the output projection after attention record a?
  * Grown only outside capture (may_grow): a captured graph keeps the address it saw. */
-static bool heads_buf_for(wk_engine *e, const rec *l, int n, int a, bool may_grow)
+static bool heads_buf_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool may_grow)
 {
-    cuda_be *b = b_of(e);
-    if (!b || b->attn_o_off || a + 1 >= n || l[a + 1].op != OP_MATMUL) return false;
+    if (b->attn_o_off || a + 1 >= n || l[a + 1].op != OP_MATMUL) return false;
     const int64_t need = (l[a].i[1] + 1) * l[a + 1].i[1];
     if (need <= b->heads_floats) return true;
     if (!may_grow) return false;
@@ -386,17 +384,18 @@ static bool heads_buf_for(wk_engine *e, const rec *l, int n, int a, bool may_gro
 static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
 {
     wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    cuda_be *b = b_of(e);
     for (int i = 0; i < n; i++) {
         const rec *r = &l[i], *next = i + 1 < n ? &l[i + 1] : NULL;
         wk_dptr a[REC_PTRS];
         rec_addrs(r, P, dpos, a);
         wk_status st = WK_OK;
         lazy_o z;
-        if (r->op == OP_ATTENTION && r->i[0] == 1 && heads_buf_for(e, l, n, i, !dpos) &&
-            plan_lazy_o(l, n, i, P, dpos, b_of(e)->heads_buf, b_of(e)->heads_floats, &z)) {
+        if (r->op == OP_ATTENTION && r->i[0] == 1 && heads_buf_for(e, b, l, n, i, !dpos) &&
+            plan_lazy_o(l, n, i, P, dpos, b->heads_buf, b->heads_floats, &z)) {
             st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
                                      dpos ? r->pos - P : r->pos, r->i[1], r->i[2], r->i[3], dpos, z.wtype, z.w,
-                                     z.n_out, b_of(e)->heads_buf);
+                                     z.n_out, b->heads_buf);
             if (!st) st = wk_cuda_qmv(c, &z.norm);
             if (!st) st = wk_cuda_qmv(c, &z.down);
             if (st) return st;

@@ -349,19 +349,28 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 /* Shared memory the slices take, and the most the kernel is given. */
 constexpr size_t ATT_O_SMEM_MAX = 160 << 10;
 template <class T, int HD> size_t att_o_smem(int64_t n_out) { return (size_t)n_out * att_o_geom<T, HD>::PITCH; }
+/* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory (once per kernel). */
+template <class T, int HD> cudaError_t att_o_allow()
+{
+    static const cudaError_t e = cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      (int)ATT_O_SMEM_MAX);
+    return e;
+}
 
 typedef void (*att_o_fn)(wk_dptr, wk_dptr, const float *, const float *, int64_t, int, int, const int64_t *,
                          const uint8_t *, int, int, float *);
 struct att_o_kernel {
     att_o_fn fn;
-    size_t smem; /* for n_out rows */
+    size_t smem;                /* for n_out rows */
+    cudaError_t (*allow)(void); /* its shared-memory limit raised */
 };
 template <class T> att_o_kernel att_o_for(int64_t hd, int64_t n_out)
 {
-    if (hd == 32) return {attention_o_kernel<T, 32>, att_o_smem<T, 32>(n_out)};
-    if (hd == 64) return {attention_o_kernel<T, 64>, att_o_smem<T, 64>(n_out)};
-    if (hd == 128) return {attention_o_kernel<T, 128>, att_o_smem<T, 128>(n_out)};
-    return {NULL, 0};
+    if (hd == 32) return {attention_o_kernel<T, 32>, att_o_smem<T, 32>(n_out), att_o_allow<T, 32>};
+    if (hd == 64) return {attention_o_kernel<T, 64>, att_o_smem<T, 64>(n_out), att_o_allow<T, 64>};
+    if (hd == 128) return {attention_o_kernel<T, 128>, att_o_smem<T, 128>(n_out), att_o_allow<T, 128>};
+    return {NULL, 0, NULL};
 }
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
@@ -491,15 +500,8 @@ att_o_kernel att_o_pick(wk_type t, int64_t hd, int64_t n_out)
     case WK_TYPE_Q6_K: return att_o_for<wkq::q6_K>(hd, n_out);
     case WK_TYPE_Q8_K: return att_o_for<wkq::q8_K>(hd, n_out);
     case WK_TYPE_F16: return att_o_for<wkq::f16>(hd, n_out);
-    default: return {NULL, 0};
+    default: return {NULL, 0, NULL};
     }
-}
-
-/* Bytes of one weight row of k elements (F16: the kernels' 16-half "blocks"). */
-int64_t row_bytes_of(wk_type t, int64_t k)
-{
-    const wk_type_traits *tr = wk_traits(t);
-    return t == WK_TYPE_F16 ? k * 2 : tr ? k / tr->block_size * tr->block_bytes : 0;
 }
 
 } // namespace
@@ -575,12 +577,12 @@ extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q,
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
         return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld heads over %lld kv "
                                        "heads", (long long)n_heads, (long long)n_kv_heads);
-    const int64_t rb = row_bytes_of(wtype, n_heads * head_dim);
-    if (rb <= 0 || rb > INT32_MAX || (n_heads * head_dim) % (wtype == WK_TYPE_F16 ? 16 : wk_traits(wtype)->block_size))
+    const int64_t rb = wk_cuda_row_bytes(wtype, n_heads * head_dim);
+    if (rb <= 0 || rb > INT32_MAX || (n_heads * head_dim) % wk_cuda_block_elems(wtype))
         return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld inputs do not fill "
                                        "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
     const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
-    if (k.smem > (48 << 10)) WK_CU(cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ATT_O_SMEM_MAX));
+    if (k.smem > (48 << 10)) WK_CU(k.allow());
     return wk_launch_pdl("attention with the output projection", k.fn, dim3((unsigned)n_heads),
                          dim3(ATT_WARPS * 32), k.smem, c->stream, out, q, k_cache, v_cache, pos_off, (int)n_heads,
                          (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts);

@@ -566,7 +566,7 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (!tr || !wk_cuda_qmm_supports(wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
                                            "tensor-core kernel", tr ? tr->name : "(unknown)");
-    int64_t qk = wtype == WK_TYPE_F16 ? 16 : tr->block_size;
+    int64_t qk = wk_cuda_block_elems(wtype);
     if (xtype != WK_TYPE_F32 && xtype != WK_TYPE_F16)
         return wk_fail(WK_ERR_INVALID, "CUDA matmul: input type %s (only f32 and f16 inputs)",
                        wk_traits(xtype) ? wk_traits(xtype)->name : "(unknown)");

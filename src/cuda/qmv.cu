@@ -693,7 +693,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     if (!tr || !wk_cuda_qmm_supports(j->wtype))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s has no kernel",
                        tr ? tr->name : "(unknown)");
-    const int64_t qk = j->wtype == WK_TYPE_F16 ? 16 : tr->block_size;
+    const int64_t qk = wk_cuda_block_elems(j->wtype);
     if (j->m < 1 || j->m > MAX_ROWS || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
@@ -719,7 +719,6 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         p.out[i].w = (const uint8_t *)j->out[i].w;
         p.out[i].y = j->out[i].y;
         p.out[i].add = j->out[i].add;
-
         p.out[i].n = (int)j->out[i].n;
         if (j->out[i].rope_head_dim) {
             const int64_t hd = j->out[i].rope_head_dim, rot = j->out[i].rope_n_rot;
@@ -759,7 +758,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                        tr->name);
     p.add_from = j->add_from;
     p.dpos = j->dpos;
-    p.row_bytes = (size_t)(j->k / qk) * (j->wtype == WK_TYPE_F16 ? 32 : tr->block_bytes);
+    p.row_bytes = (size_t)wk_cuda_row_bytes(j->wtype, j->k);
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;

@@ -72,63 +72,48 @@ static int utf8_push(utf8_stream *u, const char *piece, size_t n, int32_t token,
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-/* Greedy decoding one step ahead of the host (backends that copy back later): the step of
- * a token and the step after it (its input the first one's choice, read on the device)
- * are queued before the host passes the token on, so the device never waits for the host.
- * The same tokens, stops and statistics as the loop in wk_model_generate; a step queued
- * past a stop is waited for and dropped (its cache row is beyond n_past). */
-static wk_status decode_ahead(wk_model *m, int32_t token, const wk_generate_options *opt, wk_token_callback cb,
-                              void *user, wk_generate_stats *stats, utf8_stream *text)
+/* Greedy decoding one step ahead of the host, where the backend copies back later: the
+ * step of a token and the step after it (its input the first one's choice, read on the
+ * device) are queued before the host passes the token on, so the device does not wait for
+ * the host. n_past counts the queued steps; a step queued past a stop is waited for and
+ * dropped (its cache row is then beyond n_past). */
+typedef struct queued_steps {
+    int32_t out[2]; /* their choices, oldest first from out[oldest] */
+    int n, oldest;
+} queued_steps;
+
+/* Queue what the token passed on as number `generated` (of max) leads to: its own step
+ * (the first time; its input is the last greedy choice, on the device) and the next. */
+static wk_status queue_steps(wk_model *m, queued_steps *q, int64_t generated, int64_t max)
 {
-    const int64_t n_ctx = m->info.n_ctx, max = opt->max_tokens;
-    int64_t used = m->n_past; /* positions whose steps' choices were taken */
-    int32_t out[2];
-    int queued = 0, oldest = 0;
+    const int64_t used = m->n_past - q->n, n_ctx = m->info.n_ctx;
     wk_status st = WK_OK;
-    for (int64_t generated = 0; generated < max;) {
-        generated++;
-        stats->n_generated = generated;
-        if (opt->stop_at_eos && wk_tokenizer_is_eog(m->tokenizer, token)) {
-            stats->hit_eos = true;
-            break;
-        }
-        const bool needed = generated < max && used < n_ctx;
-        if (needed && queued == 0) {
-            if ((st = wk_model_greedy_queue(m, &token, &out[(oldest + queued) % 2])) != WK_OK) break;
-            queued++;
-        }
-        if (needed && queued == 1 && generated + 1 < max && used + 1 < n_ctx) {
-            if ((st = wk_model_greedy_queue(m, NULL, &out[(oldest + queued) % 2])) != WK_OK) break;
-            queued++;
-        }
-        const char *piece;
-        size_t piece_len;
-        if ((st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len)) != WK_OK) break;
-        int stop = utf8_push(text, piece, piece_len, token, cb, user);
-        if (stop < 0) {
-            st = wk_fail(WK_ERR_NOMEM, "cannot hold the text of token %d", (int)token);
-            break;
-        }
-        if (stop || generated == max) break;
-        if (used >= n_ctx) {
-            stats->hit_context = true;
-            break;
-        }
-        if ((st = wk_model_greedy_collect(m)) != WK_OK) {
-            queued--; /* taken off the queue, failed */
-            break;
-        }
-        token = out[oldest];
-        oldest = (oldest + 1) % 2;
-        queued--;
-        used++;
-        stats->n_decode++;
+    if (generated >= max || used >= n_ctx) return st;
+    if (q->n == 0 && (st = wk_model_greedy_queue(m, &q->out[q->oldest])) == WK_OK) q->n++;
+    if (st == WK_OK && q->n == 1 && generated + 1 < max && used + 1 < n_ctx &&
+        (st = wk_model_greedy_queue(m, &q->out[(q->oldest + 1) % 2])) == WK_OK)
+        q->n++;
+    return st;
+}
+
+/* The oldest queued step's choice; it leaves the queue either way. */
+static wk_status take_step(wk_model *m, queued_steps *q, int32_t *token)
+{
+    const wk_status st = wk_model_greedy_collect(m);
+    *token = q->out[q->oldest];
+    q->oldest = (q->oldest + 1) % 2;
+    q->n--;
+    if (st != WK_OK) m->n_past--; /* its position holds nothing usable */
+    return st;
+}
+
+/* Wait for and drop the steps queued past a stop; the first failure is kept. */
+static wk_status drop_steps(wk_model *m, queued_steps *q, wk_status st)
+{
+    for (; q->n > 0; q->n--, m->n_past--) {
+        const wk_status s = wk_model_greedy_collect(m);
+        if (st == WK_OK) st = s;
     }
-    for (; queued > 0; queued--) { /* steps past the stop */
-        wk_status dst = wk_model_greedy_collect(m);
-        if (st == WK_OK) st = dst;
-    }
-    m->n_past = used;
     return st;
 }
 
@@ -176,13 +161,11 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
     if (!greedy) token = wk_sampler_sample(sampler, logits);
     stats->prefill_ms = now_ms() - t0;
 
-    /* Decode: pass the token on, feed it back, choose the next. */
+    /* Decode: pass the token on, feed it back, choose the next (greedy and where the
+     * backend allows it, with the steps queued ahead). */
     t0 = now_ms();
-    if (greedy && wk_model_greedy_can_queue(m)) {
-        st = decode_ahead(m, token, opt, cb, user, stats, &text);
-        if (st != WK_OK) goto done;
-        goto decoded;
-    }
+    const bool ahead = greedy && wk_model_greedy_can_queue(m);
+    queued_steps q = {{0, 0}, 0, 0};
     for (int64_t generated = 0; generated < opt->max_tokens;) {
         generated++;
         stats->n_generated = generated;
@@ -190,29 +173,33 @@ wk_status wk_model_generate(wk_model *m, const int32_t *prompt, int64_t n_prompt
             stats->hit_eos = true;
             break;
         }
+        if (ahead && (st = queue_steps(m, &q, generated, opt->max_tokens)) != WK_OK) break;
         const char *piece;
         size_t piece_len;
-        st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len);
-        if (st != WK_OK) goto done;
+        if ((st = wk_tokenizer_piece(m->tokenizer, token, false, &piece, &piece_len)) != WK_OK) break;
         int stop = utf8_push(&text, piece, piece_len, token, cb, user);
         if (stop < 0) {
             st = wk_fail(WK_ERR_NOMEM, "cannot hold the text of token %d", (int)token);
-            goto done;
+            break;
         }
-        if (stop) break;
-        if (generated == opt->max_tokens) break;
-        if (m->n_past >= h->n_ctx) {
+        if (stop || generated == opt->max_tokens) break;
+        if (m->n_past - q.n >= h->n_ctx) {
             stats->hit_context = true;
             break;
         }
-        int32_t next = 0;
-        st = greedy ? wk_model_forward_greedy(m, &token, 1, m->n_past, &next)
-                    : wk_model_forward(m, &token, 1, m->n_past, false, logits);
-        if (st != WK_OK) goto done;
-        token = greedy ? next : wk_sampler_sample(sampler, logits);
+        if (ahead) {
+            if ((st = take_step(m, &q, &token)) != WK_OK) break;
+        } else {
+            int32_t next = 0;
+            st = greedy ? wk_model_forward_greedy(m, &token, 1, m->n_past, &next)
+                        : wk_model_forward(m, &token, 1, m->n_past, false, logits);
+            if (st != WK_OK) break;
+            token = greedy ? next : wk_sampler_sample(sampler, logits);
+        }
         stats->n_decode++;
     }
-decoded:
+    st = drop_steps(m, &q, st);
+    if (st != WK_OK) goto done;
     stats->decode_ms = now_ms() - t0;
     /* Bytes of a character the model never finished are passed as they are. */
     if (text.len > 0 && cb) {

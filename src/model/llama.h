@@ -17,8 +17,6 @@ typedef struct wk_llama_state {
     int64_t max_batch;
     int32_t *ids;           /* max_batch token ids */
     int32_t *best;          /* the greedy choice of the last row (one id) */
-    int32_t best_host;      /* what *best holds, once best_known (copied back after each choice) */
-    bool best_known;
     float *x;               /* residual stream: max_batch × dim */
     float *xb;              /* normed input / projection output: max_batch × dim */
     float *q;               /* queries: max_batch × dim */
@@ -48,12 +46,12 @@ struct wk_model {
 };
 
 /* Greedy decoding one step ahead (generate.c), where the backend can copy back later:
- * queue the step of one token at position n_past (token, or with token NULL the id the
- * step queued before chooses, read on the device) and advance n_past; its choice is in
- * *out once wk_model_greedy_collect, which takes the oldest queued step, has returned.
- * At most two steps queued. */
+ * queue the step at position n_past of the id the last greedy choice leaves on the device
+ * (that of the prompt's forward_greedy, or of the step queued before) and advance n_past;
+ * its choice is in *out once wk_model_greedy_collect, which takes the oldest queued step,
+ * has returned. At most two steps queued. */
 bool wk_model_greedy_can_queue(const wk_model *m);
-wk_status wk_model_greedy_queue(wk_model *m, const int32_t *token, int32_t *out);
+wk_status wk_model_greedy_queue(wk_model *m, int32_t *out);
 wk_status wk_model_greedy_collect(wk_model *m);
 
 /* Allocate the forward's device buffers (load calls it once). */

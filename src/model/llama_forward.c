@@ -38,15 +38,10 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
         if ((st = (call)) != WK_OK) return st;                                                     \
     } while (0)
 
-    /* Token embeddings: rows of the (quantized) table. Greedy decoding feeds back the id
-     * the device chose last: it is read where the choice left it, not copied there again
-     * (on the GPU a copy is a round trip the step would wait for). */
-    const int32_t *ids = s->ids;
-    if (!tokens || (n == 1 && s->best_known && tokens[0] == s->best_host))
-        ids = s->best;
-    else
-        RUN(be->upload(e, s->ids, tokens, (size_t)n * sizeof(int32_t)));
-    RUN(be->embed_rows(e, m->tok_embd, ids, n, s->x));
+    /* Token embeddings: rows of the (quantized) table. The id the device chose last is
+     * read where the choice left it (on the GPU a copy there would be a round trip). */
+    if (tokens) RUN(be->upload(e, s->ids, tokens, (size_t)n * sizeof(int32_t)));
+    RUN(be->embed_rows(e, m->tok_embd, tokens ? s->ids : s->best, n, s->x));
 
     for (int64_t li = 0; li < h->n_layers; li++) {
         const wk_llama_layer *l = &m->layers[li];
@@ -95,15 +90,8 @@ static wk_status forward_batch(wk_model *m, const int32_t *tokens, int64_t n, in
     }
     RUN(be->matmul(e, m->output, s->xb, rows, s->logits));
     if (token_host) {
-        s->best_known = false; /* until the copy below lands */
         RUN(be->argmax(e, s->logits, h->n_vocab, s->best));
-        if (later) {
-            RUN(be->download_later(e, token_host, s->best, sizeof(int32_t)));
-        } else {
-            RUN(be->download(e, token_host, s->best, sizeof(int32_t)));
-            s->best_host = *token_host;
-            s->best_known = true;
-        }
+        RUN((later ? be->download_later : be->download)(e, token_host, s->best, sizeof(int32_t)));
     } else {
         RUN(be->download(e, logits_host, s->logits, (size_t)rows * h->n_vocab * sizeof(float)));
     }
@@ -167,16 +155,13 @@ bool wk_model_greedy_can_queue(const wk_model *m)
     return m->be->device != WK_DEVICE_CPU || (e && strcmp(e, "1") == 0);
 }
 
-wk_status wk_model_greedy_queue(wk_model *m, const int32_t *token, int32_t *out)
+wk_status wk_model_greedy_queue(wk_model *m, int32_t *out)
 {
     const int64_t pos = m->n_past;
     if (pos >= m->info.n_ctx)
         return wk_fail(WK_ERR_INVALID, "no room for a token at position %lld in the context of %lld",
                        (long long)pos, (long long)m->info.n_ctx);
-    if (token && (*token < 0 || *token >= m->info.n_vocab))
-        return wk_fail(WK_ERR_INVALID, "token id %d is outside the vocabulary of %lld", (int)*token,
-                       (long long)m->info.n_vocab);
-    wk_status st = forward_batch(m, token, 1, pos, false, NULL, out, true);
+    wk_status st = forward_batch(m, NULL, 1, pos, false, NULL, out, true);
     if (st == WK_OK) m->n_past = pos + 1;
     return st;
 }
