@@ -132,28 +132,31 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
 
+/* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
+ * b1 = b0), its two groups' blocks b0 and b1 prefetched, then CALL. */
+#define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
+    for (int64_t b = 0; b < nb; b++)                                                               \
+        for (int p = 0; p < P; p++) {                                                              \
+            const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
+            const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
+            wk_prefetch_block(b0, 8 * (BB));                                                       \
+            if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                          \
+            CALL;                                                                                  \
+        }
+
 /* NAME##_tile_R_S (a wk_tile_fn) for blocks of BB bytes in 512-bit registers: S = 1, one group
  * (the registers' high halves a copy, thrown away); else S / 2 pairs of adjacent groups side by
  * side, each pair two streams. NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc0, acc1) does
  * block b of the pair's groups b0 and b1: a column's operations are those of any pair. */
 #define WK_PAIR_TILE(NAME, BB, R, S)                                                               \
-    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
-                                      size_t xs, const void *aux, bool first, float *y,            \
-                                      size_t ldy)                                                  \
+    WK_TILE_HEAD(NAME, R, S)                                                                       \
     {                                                                                              \
         enum { P = (S + 1) / 2 };                                                                  \
         __m256 acc[2 * P][R];                                                                      \
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++)                                                            \
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
-        for (int64_t b = 0; b < nb; b++)                                                           \
-            for (int p = 0; p < P; p++) {                                                          \
-                const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                 \
-                const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                       \
-                wk_prefetch_block(b0, 8 * (BB));                                                   \
-                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
-                NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]);            \
-            }                                                                                      \
+        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
@@ -325,9 +328,7 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
 
 /* NAME##_tile_R_S as WK_PAIR_TILE, with the accumulators of a pair in one 512-bit register. */
 #define WK_PAIRZ_TILE(NAME, BB, R, S)                                                              \
-    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
-                                      size_t xs, const void *aux, bool first, float *y,            \
-                                      size_t ldy)                                                  \
+    WK_TILE_HEAD(NAME, R, S)                                                                       \
     {                                                                                              \
         enum { P = (S + 1) / 2 };                                                                  \
         __m512 acc[P][R];                                                                          \
@@ -338,14 +339,7 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
                             : (S) == 1 ? _mm512_zextps256_ps512(_mm256_loadu_ps(yp))               \
                                        : _mm512_loadu_ps(yp);                                      \
             }                                                                                      \
-        for (int64_t b = 0; b < nb; b++)                                                           \
-            for (int p = 0; p < P; p++) {                                                          \
-                const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                 \
-                const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                       \
-                wk_prefetch_block(b0, 8 * (BB));                                                   \
-                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
-                NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]);                                \
-            }                                                                                      \
+        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));                 \
         for (int p = 0; p < P; p++)                                                                \
             for (int r = 0; r < R; r++) {                                                          \
                 float *yp = y + r * ldy + 16 * p;                                                  \

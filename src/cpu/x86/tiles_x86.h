@@ -105,14 +105,17 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
         acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
 }
 
+/* The head of tile NAME##_tile_R_S, a wk_tile_fn (every tile skeleton's). */
+#define WK_TILE_HEAD(NAME, R, S)                                                                   \
+    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
+                                      size_t xs, const void *aux, bool first, float *y, size_t ldy)
+
 /* NAME##_tile_R_S (a wk_tile_fn): the block loop outside, the S groups inside, each group
  * with its own R accumulators, so that S weight streams are read side by side. A block of a
  * group (8 * BB bytes) is done by NAME##_block(R, blk, x, xs, b, nb, aux, acc): the same
  * operations for a column whatever S, so the bits do not depend on it. */
 #define WK_TILE(NAME, BB, R, S)                                                                    \
-    static void NAME##_tile_##R##_##S(int64_t nb, const uint8_t *w, size_t gs, const char *x,      \
-                                      size_t xs, const void *aux, bool first, float *y,            \
-                                      size_t ldy)                                                  \
+    WK_TILE_HEAD(NAME, R, S)                                                                       \
     {                                                                                              \
         __m256 acc[S][R];                                                                          \
         for (int q = 0; q < S; q++)                                                                \
