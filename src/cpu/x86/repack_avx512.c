@@ -74,6 +74,13 @@ WK_INLINE __m512i wk_vnni_pair(const uint8_t *a, const uint8_t *b)
                               _mm256_loadu_si256((const __m256i *)b), 1);
 }
 
+/* Slice i of n of the prefetch of a pair's blocks b0 and b1 (bytes each; b1 == b0: one). */
+WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size_t bytes, int i, int n)
+{
+    wk_prefetch_slice(b0, bytes, i, n);
+    if (b1 != b0) wk_prefetch_slice(b1, bytes, i, n);
+}
+
 WK_INLINE __m512i wk_bcast4z(const int8_t *p)
 {
     int32_t v;
@@ -96,6 +103,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
     for (int g = 0; g < 16; g++) {
+        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), g, 16);
         const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
         const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
         const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
@@ -133,14 +141,15 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 }
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
- * b1 = b0), its two groups' blocks b0 and b1 prefetched, then CALL. */
-#define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
+ * b1 = b0), CALL; with PF, the two groups' blocks b0 and b1 are prefetched first (the K-type
+ * blocks prefetch their own slices, wk_prefetch_pair_slice). */
+#define WK_PAIR_BLOCKS(BB, S, PF, CALL)                                                            \
     for (int64_t b = 0; b < nb; b++)                                                               \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
             const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
-            wk_prefetch_block(b0, 8 * (BB));                                                       \
-            if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                          \
+            if (PF) wk_prefetch_block(b0, 8 * (BB));                                               \
+            if ((PF) && (S) > 1) wk_prefetch_block(b1, 8 * (BB));                                  \
             CALL;                                                                                  \
         }
 
@@ -156,7 +165,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++)                                                            \
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
-        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
+        WK_PAIR_BLOCKS(BB, S, false, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
@@ -216,6 +225,7 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
     for (int g = 0; g < 16; g++) {
+        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q2_K), g, 16);
         const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
         const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
         const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
@@ -274,6 +284,7 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
             for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
+            wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q4_K), 2 * p + h, 8);
             for (int s = 4 * h; s < 4 * h + 4; s++) {
                 const __m512i v = wk_vnni_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
                 const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
@@ -339,7 +350,7 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
                             : (S) == 1 ? _mm512_zextps256_ps512(_mm256_loadu_ps(yp))               \
                                        : _mm512_loadu_ps(yp);                                      \
             }                                                                                      \
-        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));                 \
+        WK_PAIR_BLOCKS(BB, S, true, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));           \
         for (int p = 0; p < P; p++)                                                                \
             for (int r = 0; r < R; r++) {                                                          \
                 float *yp = y + r * ldy + 16 * p;                                                  \
