@@ -4,9 +4,9 @@
  * _mm256_dpwssd_epi32 multiplies a group's 32-bit sum (when it fits 16 bits) by its scale
  * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
  * are the same helpers or their operations lane by lane (tiles_x86.h), so are the results.
- * Q8_0 and Q4_0 take tiles of 1 to 4 rows for every row count; Q4_1, Q5_0, Q5_1 and Q4_K up
- * to 16 rows, Q6_K and Q2_K their AVX2 thresholds (the many-row kernel of
- * repack_rows_avx2.c from there). One row reads 8 groups side by side.
+ * Every type but Q4_K takes tiles of 1 to 4 rows (repeated) for every row count; Q4_K up to
+ * 16 rows, the many-row kernel of repack_rows_avx2.c from there. One row reads 8 groups side
+ * by side.
  * The tiles of every type but Q8_0 work in 512-bit registers, two column groups per register
  * (below): 512-bit dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the
  * products per instruction, and a group's decoding serves two column groups. */
@@ -182,7 +182,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         {NAME##_tile_4_1, NAME##_tile_4_2}};
 WK_PAIR_TILES(wk_vnni_q6z, sizeof(wk_block_q6_K))
 
-static void wk_vnni_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+static void wk_vnni_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
     wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
@@ -256,7 +256,7 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
-WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
+WK_TILES_FN(wk_vnni_packed_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
 /* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
  * (two of 4 steps per 32-element sub-block, each times its scale by one dpwssd), both groups'
@@ -425,23 +425,16 @@ WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0x8_tiles, 4, 32, false, NULL)
 
 WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 
-/* Q4_1, Q5_0, Q5_1: the 512-bit tiles (4 rows, repeated) below this many rows, the AVX2
- * many-row kernel from there. Measured (2 threads, [8192, 4096] from memory, interleaved):
- * at 8 rows the tiles took 0.78 of the many-row kernel's time (Q4_1; Q5_0 0.71), at 16 rows
- * 0.79 (Q4_1) and 0.75 (Q5_0). */
-#ifndef WK_VNNI_LEG_MIN_ROWS
-#define WK_VNNI_LEG_MIN_ROWS 17
-#endif
-WK_TILES_FN(wk_vnni_tiles_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
-WK_TILES_FN(wk_vnni_tiles_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
-WK_TILES_FN(wk_vnni_tiles_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
+/* Q4_1, Q5_0, Q5_1 (and Q2_K, Q6_K above) take the 512-bit tiles at every row count: at 32,
+ * 64 and 256 rows they took 0.75-0.85 of the AVX2 many-row kernel's time (Q2_K 0.76 at 64
+ * and 256; Q6_K 0.81-0.91 at 8-64, 0.97-1.0 at 256; 2 threads, [8192, 4096] from memory,
+ * interleaved): their decoding, shared by 4 rows, costs less than the many-row kernel's
+ * 256-bit products. */
+WK_TILES_FN(wk_vnni_packed_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
+WK_TILES_FN(wk_vnni_packed_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
+WK_TILES_FN(wk_vnni_packed_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
 
-WK_PACKED_FN(wk_vnni, q4_1, WK_TYPE_Q4_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q4_1)
-WK_PACKED_FN(wk_vnni, q5_0, WK_TYPE_Q5_0, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_0)
-WK_PACKED_FN(wk_vnni, q5_1, WK_TYPE_Q5_1, WK_VNNI_LEG_MIN_ROWS, wk_vnni_tiles_q5_1)
 WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_VNNI_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
-WK_PACKED_FN(wk_vnni, q2_K, WK_TYPE_Q2_K, WK_Q2_K_MIN_ROWS, wk_vnni_tiles_q2_K)
-WK_PACKED_FN(wk_vnni, q6_K, WK_TYPE_Q6_K, WK_Q6_K_MIN_ROWS, wk_vnni_tiles_q6_K)
 
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
