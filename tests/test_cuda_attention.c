@@ -92,7 +92,9 @@ static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64
 /* The attention of one row with each head's share of the output projection W [n_out,
  * n_heads hd] of type t (wk_cuda_attention_o): the attention output as above, and parts[h]
  * [i] = W[i, h hd ..) · out_h against float64 (W dequantized, out_h the float64
- * attention), relative to sum |W| |out|. */
+ * attention), relative to sum |W| |out|; and the sum resid + parts[0] + parts[1] + ...
+ * that the launch writes (its blocks are one cluster), exactly in that order, in two
+ * launches in a row, and once more without the shares stored. */
 static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_t n_kv, int64_t n_keys,
                   int64_t n_out, bool use_dpos)
 {
@@ -119,6 +121,10 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
     void *dw = dev_copy(wq, wbytes);
     float *dout = dev_copy(poison, sizeof(float) * (size_t)(slots * qdim));
     float *dparts = dev_copy(poison, sizeof(float) * (size_t)(n_heads * n_out));
+    float *resid = malloc(sizeof(float) * (size_t)(slots * n_out));
+    for (int64_t i = 0; i < slots * n_out; i++) resid[i] = 3.f * (float)urand();
+    float *dresid = dev_copy(resid, sizeof(float) * (size_t)(slots * n_out));
+    float *dsum = dev_copy(poison, sizeof(float) * (size_t)n_out);
     int64_t *dpos = NULL;
     const int64_t stride = (int64_t)sizeof(float) * qdim;
     wk_dptr qd = {dq, use_dpos ? stride : 0}, od = {dout, use_dpos ? stride : 0};
@@ -126,12 +132,30 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
         CHECK_OK(wk_cuda_malloc(sizeof(int64_t), (void **)&dpos));
         CHECK_OK(wk_cuda_set_pos(c, dpos, step));
     }
-    CHECK(wk_cuda_attention_o_fits(t, dw, n_out, qd, dk, dv, n_kv, hd));
-    CHECK_OK(wk_cuda_attention_o(c, od, qd, dk, dv, pos_off, n_heads, n_kv, hd, dpos, t, dw, n_out, dparts));
-    CHECK_OK(wk_cuda_ctx_sync(c));
+    CHECK(wk_cuda_attention_o_fits(t, dw, n_out, n_heads, qd, dk, dv, n_kv, hd));
+    const wk_cuda_o_sum sum = {{dresid, use_dpos ? (int64_t)sizeof(float) * n_out : 0}, dsum};
+    float *sum_got = malloc(sizeof(float) * (size_t)n_out), *sum_first = malloc(sizeof(float) * (size_t)n_out);
+    int sum_bad = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK_OK(wk_cuda_copy_h2d(c, dsum, poison, sizeof(float) * (size_t)n_out));
+        CHECK_OK(wk_cuda_attention_o(c, od, qd, dk, dv, pos_off, n_heads, n_kv, hd, dpos, t, dw, n_out,
+                                     rep < 2 ? dparts : NULL, sum));
+        CHECK_OK(wk_cuda_ctx_sync(c));
+        CHECK_OK(wk_cuda_copy_sync(rep ? sum_got : sum_first, dsum, sizeof(float) * (size_t)n_out, false));
+        if (rep)
+            CHECK_MSG(memcmp(sum_got, sum_first, sizeof(float) * (size_t)n_out) == 0,
+                      "%s attention + output projection: launch %d's sum differs from the first", tr->name, rep + 1);
+    }
     float *out = malloc(sizeof(float) * (size_t)qdim), *parts = malloc(sizeof(float) * (size_t)(n_heads * n_out));
     CHECK_OK(wk_cuda_copy_sync(out, (char *)dout + (use_dpos ? step * stride : 0), sizeof(float) * (size_t)qdim, false));
     CHECK_OK(wk_cuda_copy_sync(parts, dparts, sizeof(float) * (size_t)(n_heads * n_out), false));
+    for (int64_t i = 0; i < n_out; i++) {
+        float want = resid[(use_dpos ? step * n_out : 0) + i];
+        for (int64_t h = 0; h < n_heads; h++) want += parts[h * n_out + i];
+        if (!(sum_first[i] == want) && sum_bad++ < 3)
+            fprintf(stderr, "  %s sum %lld: %.9g want %.9g\n", tr->name, (long long)i, sum_first[i], want);
+    }
+    CHECK_MSG(sum_bad == 0, "%s attention + output projection: %d sums differ", tr->name, sum_bad);
     const float *qr0 = q + (use_dpos ? step * qdim : 0);
     double *s = malloc(sizeof(double) * (size_t)n_keys), *o = malloc(sizeof(double) * (size_t)hd);
     double worst_att = 0.0, worst = 0.0;
@@ -160,7 +184,8 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
     free(s), free(o), free(out), free(parts), free(poison);
     free(q), free(kc), free(vc), free(wf), free(wq);
     wk_cuda_free(dq), wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dw), wk_cuda_free(dout);
-    wk_cuda_free(dparts), wk_cuda_free(dpos);
+    wk_cuda_free(dparts), wk_cuda_free(dpos), wk_cuda_free(dresid), wk_cuda_free(dsum);
+    free(resid), free(sum_got), free(sum_first);
 }
 
 /* What the fused kernel does not take: the caller asks first (fits) and gets a clear error. */
@@ -169,17 +194,21 @@ static void test_o_rejections(wk_cuda_ctx *c)
     float *buf = NULL;
     CHECK_OK(wk_cuda_malloc(1 << 16, (void **)&buf));
     wk_dptr q = wk_dp(buf);
-    CHECK(wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 576, q, buf, buf, 3, 64));
-    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 576, q, buf, buf, 3, 80));
-    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_F32, buf, 576, q, buf, buf, 3, 64));
-    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, (char *)buf + 2, 576, q, buf, buf, 3, 64));
-    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 100000, q, buf, buf, 3, 64)); /* slices too big */
-    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 9, 3, 80, NULL, WK_TYPE_Q4_0, buf, 64, buf),
+    const wk_cuda_o_sum nosum = {q, NULL};
+    CHECK(wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 576, 9, q, buf, buf, 3, 64));
+    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 576, 9, q, buf, buf, 3, 80));
+    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_F32, buf, 576, 9, q, buf, buf, 3, 64));
+    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, (char *)buf + 2, 576, 9, q, buf, buf, 3, 64));
+    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 100000, 9, q, buf, buf, 3, 64)); /* slices too big */
+    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 9, 3, 80, NULL, WK_TYPE_Q4_0, buf, 64, buf, nosum),
                 WK_ERR_UNSUPPORTED, "head size 80");
-    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 8, 3, 64, NULL, WK_TYPE_Q4_0, buf, 64, buf),
+    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 8, 3, 64, NULL, WK_TYPE_Q4_0, buf, 64, buf, nosum),
                 WK_ERR_INVALID, "8 heads over 3");
-    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 9, 3, 64, NULL, WK_TYPE_Q4_K, buf, 64, buf),
+    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 9, 3, 64, NULL, WK_TYPE_Q4_K, buf, 64, buf, nosum),
                 WK_ERR_INVALID, "576 inputs do not fill q4_k");
+    CHECK(!wk_cuda_attention_o_fits(WK_TYPE_Q4_0, buf, 576, 17, q, buf, buf, 1, 64)); /* one cluster */
+    CHECK_FAILS(wk_cuda_attention_o(c, q, q, buf, buf, 0, 32, 4, 64, NULL, WK_TYPE_Q4_0, buf, 64, buf, nosum),
+                WK_ERR_UNSUPPORTED, "32 heads");
     wk_cuda_free(buf);
 }
 
@@ -212,6 +241,7 @@ int main(void)
         run_o(c, types[t], 64, 8, 2, 300, 72, false);
         run_o(c, types[t], 128, 8, 1, 33, 40, true);
         run_o(c, types[t], 32, 8, 8, 1, 24, false);
+        if (t == 0) run_o(c, types[t], 32, 16, 4, 50, 96, true); /* the largest cluster */
     }
     test_o_rejections(c);
     wk_cuda_ctx_free(c);

@@ -39,7 +39,7 @@ typedef struct cuda_be {
     int64_t *dpos;    /* device position */
     bool graphs_off;  /* WICK_CUDA_GRAPHS=0 */
     bool attn_o_off;  /* WICK_CUDA_ATTN_O=0: no attention + output projection launches */
-    float *heads_buf; /* the heads' output projection shares and their sum (plan_lazy_o) */
+    float *heads_buf; /* the residual plus the heads' output projection (plan_lazy_o) */
     int64_t heads_floats;
     long replays, captures, eager_lists;
     wk_cuda_later *later[2]; /* download_later's copies, oldest at later_head */
@@ -292,11 +292,16 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
  * after them, nothing else touching the residual or the projection's output). */
 typedef struct lazy_o {
     int end;                    /* the record after the two jobs */
-    wk_cuda_qmv_job norm, down; /* the jobs, parts and sums filled in */
+    wk_cuda_qmv_job norm, down; /* the jobs, reading the sum */
+    wk_cuda_o_sum sum;          /* the attention launch's sum of the residual and the parts */
     wk_type wtype;              /* the output projection */
     const void *w;
     int64_t n_out;
 } lazy_o;
+
+/* The heads' buffer: the residual plus the projection, n_out floats (the heads' shares
+ * stay in the launch's shared memory). */
+static int64_t heads_floats_for(int64_t n_out) { return n_out; }
 
 static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dpos, float *buf,
                         int64_t buf_floats, lazy_o *z)
@@ -312,13 +317,13 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     if (ad->op != OP_ADD || ad->p[1] != mo->p[1] || ad->stride[1] != mo->stride[1] || ad->i[0] != mo->i[1])
         return false;
     const int64_t n_out = mo->i[1];
-    if (!buf || buf_floats < (at->i[1] + 1) * n_out || n_out % 4) return false;
+    if (!buf || buf_floats < heads_floats_for(n_out) || n_out % 4) return false;
     z->wtype = t;
     z->w = w;
     z->n_out = n_out;
     wk_dptr aa[REC_PTRS];
     rec_addrs(at, P, dpos, aa);
-    if (!wk_cuda_attention_o_fits(t, w, n_out, aa[1], (const float *)at->p[2], (const float *)at->p[3],
+    if (!wk_cuda_attention_o_fits(t, w, n_out, at->i[1], aa[1], (const float *)at->p[2], (const float *)at->p[3],
                                   at->i[2], at->i[3]))
         return false;
     const char *X = ad->p[0], *O = mo->p[1];
@@ -342,10 +347,13 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
             if (l[i].p[k] == X) return false;
     if (O == X || (nr->p[0] != O && read_later(l, n, a + 3, O))) return false;
     if (z->norm.out[z->norm.nout - 1].add.base) return false;
-    z->norm.parts = buf;
-    z->norm.nparts = (int)at->i[1];
-    z->norm.sum_out = buf + at->i[1] * n_out;
-    z->down.add_from = z->norm.sum_out;
+    /* The attention launch leaves residual + projection in the sum; the RMSNorm reads it
+     * there and the down projection adds its result to it into the residual. */
+    float *sum = buf;
+    z->sum.resid = z->norm.x;
+    z->sum.out = sum;
+    z->norm.x = (wk_dptr){sum, 0};
+    z->down.add_from = sum;
     return true;
 }
 
@@ -357,7 +365,7 @@ static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx
 static bool heads_buf_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool may_grow)
 {
     if (b->attn_o_off || a + 1 >= n || l[a + 1].op != OP_MATMUL) return false;
-    const int64_t need = (l[a].i[1] + 1) * l[a + 1].i[1];
+    const int64_t need = heads_floats_for(l[a + 1].i[1]);
     if (need <= b->heads_floats) return true;
     if (!may_grow) return false;
     wk_cuda_ctx_sync(wk_cuda_engine_ctx(e));
@@ -395,7 +403,7 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
             plan_lazy_o(l, n, i, P, dpos, b->heads_buf, b->heads_floats, &z)) {
             st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
                                      dpos ? r->pos - P : r->pos, r->i[1], r->i[2], r->i[3], dpos, z.wtype, z.w,
-                                     z.n_out, b->heads_buf);
+                                     z.n_out, NULL, z.sum);
             if (!st) st = wk_cuda_qmv(c, &z.norm);
             if (!st) st = wk_cuda_qmv(c, &z.down);
             if (st) return st;

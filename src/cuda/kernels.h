@@ -109,12 +109,6 @@ typedef struct wk_cuda_qmv_job {
     const float *norm_w;
     float eps;
     wk_dptr norm_out;
-    /* RMSNorm of one row only: its x is x + parts[0 .. k) + parts[k .. 2k) + ... (nparts
-     * arrays, added in that order: the heads' shares of an output projection), stored at
-     * sum_out when not NULL (all 16-byte aligned). */
-    const float *parts;
-    int nparts;
-    float *sum_out;
     /* Outputs with a residual: add = add_from + y instead of add += y (NULL: add itself). */
     const float *add_from;
     int nout;
@@ -177,15 +171,24 @@ wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float 
 /* A decode step's attention (one row, as wk_cuda_attention: out is written) and the output
  * projection W (n_out x n_heads head_dim, in its format) split by heads: parts[h n_out + i]
  * = W[i, h head_dim .. (h + 1) head_dim) · out_h, so that W · out is the sum of the parts
- * over h (added by the next matrix-vector launch: wk_cuda_qmv_job.parts). fits: whether
- * the weight type (any the matmul kernels read), head size (32, 64, 128), alignments and
- * the head's slices of the n_out rows (in shared memory: up to 160 KiB) allow it. */
-bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n_out, wk_dptr q, const float *k_cache,
-                              const float *v_cache, int64_t n_kv_heads, int64_t head_dim);
+ * over h (added to the residual in the launch: wk_cuda_o_sum). fits: whether the weight
+ * type (any the matmul kernels read), head size (32, 64, 128), head count (at most 16),
+ * alignments and the head's slices of the n_out rows (in shared memory: up to 160 KiB)
+ * allow it. */
+bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n_out, int64_t n_heads, wk_dptr q,
+                              const float *k_cache, const float *v_cache, int64_t n_kv_heads, int64_t head_dim);
+/* With sum.out: the launch also writes sum.out[i] = resid[i] + share_0[i] + share_1[i] +
+ * ... (heads in order) for i < n_out, the residual with the projection added, so that the
+ * next launch reads one row instead of n_heads + 1. parts may be NULL (the shares are then
+ * not stored). The heads' blocks form one thread-block cluster: at most 16 heads. */
+typedef struct wk_cuda_o_sum {
+    wk_dptr resid;
+    float *out;
+} wk_cuda_o_sum;
 wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
                               const float *v_cache, int64_t pos_off, int64_t n_heads, int64_t n_kv_heads,
                               int64_t head_dim, const int64_t *dpos, wk_type wtype, const void *w,
-                              int64_t n_out, float *parts);
+                              int64_t n_out, float *parts, wk_cuda_o_sum sum);
 wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);

@@ -4,11 +4,16 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <cooperative_groups.h>
+
 #include "cuda/cuda_util.cuh"
 #include "cuda/qdecode.cuh"
+#include "cuda/trace.cuh"
 #include "cuda/traits_cxx.h"
 
 namespace {
+
+WK_TRACE_RING(ops_ring)
 
 template <typename P> __device__ __forceinline__ P *at(wk_dptr d, const int64_t *dpos)
 {
@@ -284,13 +289,45 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 /* A decode step's attention (one row) and the output projection's share of its head, in
  * one launch: block h holds head h's result o_h in shared memory after the attention and
  * writes part_h = W[:, h HD .. h HD + HD) · o_h, all n_out of them, to parts + h n_out
- * (the output projection is the sum of the parts over the heads, which the next launch
- * adds in a fixed order; see wk_cuda_qmv_job.parts). The head's slice of every weight row
+ * (the output projection is the sum of the parts over the heads, which the launch's last
+ * block adds to the residual in a fixed order: add_parts). The head's slice of every weight row
  * depends on nothing earlier: before the dependency wait the block copies it into shared
  * memory (asynchronous 4-byte copies, consecutive threads on consecutive words of a row),
  * so it arrives while the attention runs. Then a thread takes whole rows: each of its
  * HD / 4 steps decodes 4 weights (the format's step function, exact in f32) and multiplies
  * them with o_h in f32. */
+/* The blocks of an attention_o launch are one thread-block cluster (one block per head):
+ * after each block has its n_out shares in shared memory, block r adds residual + the
+ * shares of every head, in head order, for its slice of the outputs, reading the other
+ * blocks' shares from their shared memory (no round trip through global memory), and
+ * writes sum.out. The second barrier keeps each block's shares alive until all have read
+ * them. */
+__device__ void add_parts(const wk_cuda_o_sum &sum, const float *mine, int n_out, const int64_t *dpos)
+{
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    const int n_heads = (int)cl.num_blocks(), r = (int)cl.block_rank();
+    const int per = (n_out + n_heads - 1) / n_heads, i0 = r * per, i1 = min(n_out, i0 + per);
+    const int i = i0 + (int)threadIdx.x;
+    const float x = i < i1 ? at<const float>(sum.resid, dpos)[i] : 0.f; /* before the barrier */
+    cl.sync();
+    for (int j = i; j < i1; j += blockDim.x) {
+        float s = j == i ? x : at<const float>(sum.resid, dpos)[j];
+        constexpr int BATCH = 8;
+        for (int h0 = 0; h0 < n_heads; h0 += BATCH) {
+            float v[BATCH];
+#pragma unroll
+            for (int k = 0; k < BATCH; k++)
+                if (h0 + k < n_heads) v[k] = cl.map_shared_rank(mine, h0 + k)[j];
+#pragma unroll
+            for (int k = 0; k < BATCH; k++)
+                if (h0 + k < n_heads) s += v[k];
+        }
+        sum.out[j] = s;
+    }
+    cl.sync();
+}
+
 template <class T, int HD> struct att_o_geom {
     static constexpr int SLICE = HD >= T::QK ? HD / T::QK * T::BYTES : T::BYTES; /* bytes of a row's slice */
     static constexpr int WORDS = (SLICE + 3 + 3) / 4; /* words a row may take: it may start mid-word */
@@ -305,10 +342,13 @@ template <class T, int HD>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
     attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc,
                        int64_t pos_off, int n_heads, int n_kv_heads, const int64_t *dpos,
-                       const uint8_t *__restrict__ wo, int n_out, int row_bytes, float *__restrict__ parts)
+                       const uint8_t *__restrict__ wo, int n_out, int row_bytes, float *__restrict__ parts,
+                       wk_cuda_o_sum sum)
 {
+    WK_TRACE_BEGIN(ops_ring, -1, 2)
     using G = att_o_geom<T, HD>;
-    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes */
+    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes, n_out shares */
+    float *mine = reinterpret_cast<float *>(wsm + (size_t)n_out * G::PITCH);
     __shared__ float so[HD];
     const int h = blockIdx.x, col0 = h * HD;
     const int slice0 = col0 / T::QK * T::BYTES; /* the slice's first byte in a row */
@@ -322,13 +362,18 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
     asm volatile("cp.async.commit_group;\n" ::);
     pdl_wait();
     pdl_release();
+    WK_TRACE_MARK(1);
     attend_tiled<HD>(outd, qd, kc, vc, pos_off, n_heads, n_kv_heads, dpos, so);
+    WK_TRACE_MARK(2);
     asm volatile("cp.async.wait_all;\n" ::);
     __syncthreads();
+    WK_TRACE_MARK(3);
     for (int i = threadIdx.x; i < n_out; i += blockDim.x) {
         const int sh = (int)((uintptr_t)(wo + (size_t)i * row_bytes + slice0) & 3);
         const uint8_t *row = wsm + (size_t)i * G::PITCH + sh;
-        float acc = 0.f;
+        /* Four sums, one per element of a step: chains a quarter as long (the products
+         * of a row were one chain of HD dependent multiply-adds). */
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int u = 0; u < HD / 4; u++) {
             const int e = col0 + 4 * u, o = e % T::QK;
@@ -337,29 +382,41 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
             T::step(row + (e / T::QK - col0 / T::QK) * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
             const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
             const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
-            acc = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc);
-            acc = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc);
-            acc = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc);
-            acc = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc);
+            acc[0] = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc[0]);
+            acc[1] = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc[1]);
+            acc[2] = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc[2]);
+            acc[3] = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc[3]);
         }
-        parts[(size_t)h * n_out + i] = acc;
+        const float share = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        if (parts) parts[(size_t)h * n_out + i] = share;
+        mine[i] = share;
     }
+    if (sum.out) add_parts(sum, mine, n_out, dpos);
+    WK_TRACE_MARK(4);
+    WK_TRACE_END();
 }
 
 /* Shared memory the slices take, and the most the kernel is given. */
 constexpr size_t ATT_O_SMEM_MAX = 160 << 10;
-template <class T, int HD> size_t att_o_smem(int64_t n_out) { return (size_t)n_out * att_o_geom<T, HD>::PITCH; }
+constexpr int ATT_O_MAX_HEADS = 16; /* blocks in one (non-portable) cluster on the H200 */
+template <class T, int HD> size_t att_o_smem(int64_t n_out)
+{
+    return (size_t)n_out * att_o_geom<T, HD>::PITCH + (size_t)n_out * sizeof(float);
+}
 /* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory (once per kernel). */
 template <class T, int HD> cudaError_t att_o_allow()
 {
     static const cudaError_t e = cudaFuncSetAttribute(attention_o_kernel<T, HD>,
                                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      (int)ATT_O_SMEM_MAX);
+                                                      (int)ATT_O_SMEM_MAX) != cudaSuccess
+                                     ? cudaErrorInvalidValue
+                                     : cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+                                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     return e;
 }
 
 typedef void (*att_o_fn)(wk_dptr, wk_dptr, const float *, const float *, int64_t, int, int, const int64_t *,
-                         const uint8_t *, int, int, float *);
+                         const uint8_t *, int, int, float *, wk_cuda_o_sum);
 struct att_o_kernel {
     att_o_fn fn;
     size_t smem;                /* for n_out rows */
@@ -555,25 +612,26 @@ extern "C" wk_status wk_cuda_attention(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, c
                          k_cache, v_cache, pos_off, (int)n_heads, (int)n_kv_heads, (int)head_dim, dpos);
 }
 
-extern "C" bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n_out, wk_dptr q,
-                                         const float *k_cache, const float *v_cache, int64_t n_kv_heads,
-                                         int64_t head_dim)
+extern "C" bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n_out, int64_t n_heads,
+                                         wk_dptr q, const float *k_cache, const float *v_cache,
+                                         int64_t n_kv_heads, int64_t head_dim)
 {
     const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
     return k.fn && k.smem <= ATT_O_SMEM_MAX && (uintptr_t)w % (wtype == WK_TYPE_F16 ? 8 : 4) == 0 &&
-           tiled_fits(q, k_cache, v_cache, n_kv_heads, head_dim);
+           n_heads >= 1 && n_heads <= ATT_O_MAX_HEADS && tiled_fits(q, k_cache, v_cache, n_kv_heads, head_dim);
 }
 
 extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
                                          const float *v_cache, int64_t pos_off, int64_t n_heads,
                                          int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos,
-                                         wk_type wtype, const void *w, int64_t n_out, float *parts)
+                                         wk_type wtype, const void *w, int64_t n_out, float *parts,
+                                         wk_cuda_o_sum sum)
 {
-    if (n_out <= 0 || n_out > INT32_MAX || !wk_cuda_attention_o_fits(wtype, w, n_out, q, k_cache, v_cache, n_kv_heads, head_dim))
+    if (n_out <= 0 || n_out > INT32_MAX || !wk_cuda_attention_o_fits(wtype, w, n_out, n_heads, q, k_cache, v_cache, n_kv_heads, head_dim))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA attention with the output projection: weight type %s, "
-                                           "head size %lld, %lld outputs or the rows' alignment",
+                                           "head size %lld, %lld heads, %lld outputs or the rows' alignment",
                        wk_traits(wtype) ? wk_traits(wtype)->name : "(unknown)", (long long)head_dim,
-                       (long long)n_out);
+                       (long long)n_heads, (long long)n_out);
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
         return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld heads over %lld kv "
                                        "heads", (long long)n_heads, (long long)n_kv_heads);
@@ -582,10 +640,30 @@ extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q,
         return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld inputs do not fill "
                                        "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
     const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
-    if (k.smem > (48 << 10)) WK_CU(k.allow());
-    return wk_launch_pdl("attention with the output projection", k.fn, dim3((unsigned)n_heads),
-                         dim3(ATT_WARPS * 32), k.smem, c->stream, out, q, k_cache, v_cache, pos_off, (int)n_heads,
-                         (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts);
+    WK_CU(k.allow());
+    /* One cluster of all the heads' blocks (add_parts), launched for programmatic
+     * dependent launch like the others. */
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = wk_cuda_pdl_enabled() ? 1 : 0;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = (unsigned)n_heads;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)n_heads);
+    cfg.blockDim = dim3(ATT_WARPS * 32);
+    cfg.dynamicSmemBytes = k.smem;
+    cfg.stream = c->stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 2;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, out, q, k_cache, v_cache, pos_off, (int)n_heads,
+                                             (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts,
+                                             sum);
+    if (e == cudaSuccess) return WK_OK;
+    cudaGetLastError();
+    return wk_fail(WK_ERR_DEVICE, "CUDA: launching attention with the output projection (%lld heads in one "
+                                  "cluster): %s", (long long)n_heads, cudaGetErrorString(e));
 }
 
 extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,

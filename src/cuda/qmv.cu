@@ -29,9 +29,12 @@
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
+#include "cuda/trace.cuh"
 #include "cuda/traits_cxx.h"
 
 namespace {
+
+WK_TRACE_RING(qmv_ring)
 
 using wkm::mma16816;
 
@@ -84,9 +87,6 @@ struct params {
     wk_dptr x, x2, norm_out;
     const float *norm_w;
     float eps;
-    const float *parts; /* see wk_cuda_qmv_job */
-    int nparts;
-    float *sum_out;
     const float *add_from; /* read in the epilogue only (a live pointer costs registers) */
     const int64_t *dpos;
     size_t row_bytes;
@@ -96,6 +96,7 @@ struct params {
     __half *xg;
     float *sums_g, *scale_g;
     int xpitch;
+    int trace_slot; /* measuring builds (trace.cuh) */
 };
 
 /* The address of d at step position `step` (0 when the kernel has no position pointer). */
@@ -167,11 +168,6 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
         return make_float4(a.x, a.y, b.x, b.y);
     }
     float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
-#pragma unroll 1 /* unrolled, the loads in flight cost the products' registers (spills) */
-    for (int h = 0; h < p.nparts; h++) {
-        const float4 q = *reinterpret_cast<const float4 *>(p.parts + (size_t)h * p.k + off);
-        v.x += q.x, v.y += q.y, v.z += q.z, v.w += q.w;
-    }
     if (p.src == WK_QMV_SILU_MUL) {
         const float4 g = *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
         v.x = v.x / (1.f + expf(-v.x)) * g.x;
@@ -190,7 +186,8 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result. The block size is a multiple of 32. */
-__device__ void prepare_rows(const params &p, int64_t step, int r0, int r1, __half *xh, int xpitch, float *sums,
+__device__ void prepare_rows(const params &p, const float *norm_w, int64_t step, int r0, int r1, __half *xh,
+                             int xpitch, float *sums,
                              float *scale, bool write_norm, float *red)
 {
     constexpr int KEEP = 2;
@@ -202,7 +199,7 @@ __device__ void prepare_rows(const params &p, int64_t step, int r0, int r1, __ha
         float mx = 0.f, ss = 0.f;
         auto measure = [&](const float4 v, int u) {
             if (norm) {
-                const float *w = p.norm_w + 4 * u;
+                const float *w = norm_w + 4 * u;
                 ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
                 mx = fmaxf(fmaxf(fmaxf(mx, fabsf(v.x * w[0])), fmaxf(fabsf(v.y * w[1]), fabsf(v.z * w[2]))),
                            fabsf(v.w * w[3]));
@@ -239,12 +236,10 @@ __device__ void prepare_rows(const params &p, int64_t step, int r0, int r1, __ha
         auto split = [&](float4 t, int u, bool on) {
             float v[4] = {t.x, t.y, t.z, t.w};
             if (on && norm) {
-                const float *w = p.norm_w + 4 * u;
+                const float *w = norm_w + 4 * u;
 #pragma unroll
                 for (int e = 0; e < 4; e++) v[e] = v[e] * rr * w[e];
             }
-            if (on && write_norm && p.sum_out)
-                *reinterpret_cast<float4 *>(p.sum_out + (size_t)r * p.k + 4 * (size_t)u) = t;
             if (on && write_norm && sr.norm_out)
                 *reinterpret_cast<float4 *>(sr.norm_out + (size_t)r * p.k + 4 * (size_t)u) =
                     make_float4(v[0], v[1], v[2], v[3]);
@@ -291,8 +286,8 @@ __global__ void __launch_bounds__(256) prepare_kernel(params p)
     pdl_wait();
     pdl_release();
     int r = blockIdx.x;
-    prepare_rows(p, step, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
-                 p.src == WK_QMV_RMSNORM && (p.norm_out.base || p.sum_out), red);
+    prepare_rows(p, p.norm_w, step, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
+                 p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
 }
 
 __device__ __forceinline__ void cp_async4(void *dst, const void *src)
@@ -306,13 +301,23 @@ template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.as
 /* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
 template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
 __host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
-size_t xin_bytes(int m, int k) { return (size_t)2 * m * (k + SEG) * 2 + (size_t)m * (k / SEG) * 4 + MAX_ROWS * 4; }
+/* The input prepared in the kernel, then (an RMSNorm) its weights, copied in before the wait. */
+__host__ __device__ size_t xin_bytes(int m, int k)
+{
+    return (size_t)2 * m * (k + SEG) * 2 + (size_t)m * (k / SEG) * 4 + MAX_ROWS * 4;
+}
+__host__ __device__ size_t norm_at(int m, int k) { return (xin_bytes(m, k) + 15) / 16 * 16; }
+__host__ __device__ size_t xin_norm_bytes(const params &p)
+{
+    return p.src == WK_QMV_RMSNORM ? norm_at(p.m, p.k) + (size_t)p.k * 4 : xin_bytes(p.m, p.k);
+}
 
 /* MINB: blocks of 8 warps per SM the registers are sized for (3: at most 80 registers a
  * thread, 2: 128, without spills). */
 template <class T, int NX, bool BIG, int MINB>
 __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 {
+    WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
     extern __shared__ __align__(16) uint8_t smem[];
     using G = geom<T, BIG>;
     constexpr int CH = G::CH, CB = G::CB, PITCH = G::PITCH, WPR = G::WPR;
@@ -400,10 +405,23 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         cp_commit();
     };
 
+    /* An RMSNorm's weights (nothing earlier writes them) into shared memory now, as the
+     * oldest copy group, so that the preparation after the wait does not wait on them
+     * (after a step's stream of weights they are no longer in L2). */
+    float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
+    const bool stage_norm = p.inline_x && p.src == WK_QMV_RMSNORM && (uintptr_t)p.norm_w % 16 == 0;
+    if (stage_norm) {
+        for (int u = threadIdx.x; u < p.k / 4; u += blockDim.x) {
+            unsigned sa = (unsigned)__cvta_generic_to_shared(norm_ws + 4 * u);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(p.norm_w + 4 * u));
+        }
+        cp_commit();
+    }
     /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
      * this may overlap the previous kernel), then wait for that kernel and prepare the
      * input while the copies are in flight. */
     int c = live > 0 ? kw : nchunk;
+    const int later = (c < nchunk) + (c + wpg < nchunk); /* copy groups committed after it */
     if (c < nchunk) stage_chunk(c, 0);
     if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
     /* The RoPE angles of this lane's outputs depend on the step position alone (see
@@ -427,6 +445,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         }
     pdl_wait();
     pdl_release();
+    WK_TRACE_MARK(1);
     /* The residual rows this lane adds to, into L1 while the products run (after the
      * wait: an earlier kernel may have written them). */
     float *y = (float *)at(od.y, step);
@@ -445,10 +464,17 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         __half *xs = reinterpret_cast<__half *>(xin);
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
-        prepare_rows(p, step, 0, p.m, xs, xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && (p.norm_out.base || p.sum_out) && blockIdx.x == 0, red);
+        if (stage_norm) {
+            if (later == 2) cp_wait<2>();
+            else if (later == 1) cp_wait<1>();
+            else cp_wait<0>();
+            __syncthreads();
+        }
+        prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, xpitch, ss, sc,
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
         __syncthreads();
         xh = xs, sums = ss, xscale = sc;
+        WK_TRACE_MARK(2);
     } else {
         xh = p.xg, sums = p.sums_g, xscale = p.scale_g, xpitch = p.xpitch;
     }
@@ -524,6 +550,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         if (c + 2 * wpg < nchunk) stage_chunk(c + 2 * wpg, slot);
     }
 
+    WK_TRACE_MARK(3);
     /* The warps of a row group add up their k parts in a fixed order. */
     if (wpg > 1) {
         if (kw > 0)
@@ -539,7 +566,10 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 #pragma unroll
                 for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
-    if (live <= 0) return;
+    if (live <= 0) {
+        WK_TRACE_END();
+        return;
+    }
     const float *add_from = p.add_from ? p.add_from : add;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
@@ -562,6 +592,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
             if (add) add[(size_t)row * od.n + col] = add_from[(size_t)row * od.n + col] + v;
         }
     }
+    WK_TRACE_MARK(4);
+    WK_TRACE_END();
 }
 
 /* Largest input (m * k elements) prepared inside the kernel, and the most input elements
@@ -606,7 +638,7 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_bytes(p.m, p.k) : 0);
+        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0);
         if (smem > (size_t)200 << 10)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -742,15 +774,6 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.norm_out = j->norm_out;
     p.norm_w = j->norm_w;
     p.eps = j->eps;
-    if ((j->nparts || j->sum_out) &&
-        (j->src != WK_QMV_RMSNORM || j->m != 1 || j->nparts < 0 || (j->nparts && !j->parts) ||
-         (uintptr_t)j->parts % 16 || (uintptr_t)j->sum_out % 16))
-        return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: added parts and their sum need an "
-                                       "RMSNorm of one row and 16-byte aligned arrays (%d parts, %lld rows)",
-                       tr->name, j->nparts, (long long)j->m);
-    p.parts = j->parts;
-    p.nparts = j->nparts;
-    p.sum_out = j->sum_out;
     bool any_add = false;
     for (int i = 0; i < j->nout; i++) any_add |= j->out[i].add.base != NULL;
     if (j->add_from && !any_add)
@@ -759,6 +782,9 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.add_from = j->add_from;
     p.dpos = j->dpos;
     p.row_bytes = (size_t)wk_cuda_row_bytes(j->wtype, j->k);
+#ifdef WICK_CUDA_TRACE
+    p.trace_slot = qmv_ring_slot();
+#endif
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;

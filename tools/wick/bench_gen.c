@@ -7,6 +7,9 @@
 #include <string.h>
 
 #include "commands.h"
+#ifdef WICK_CUDA_TRACE
+int wk_cuda_trace_dump(FILE *f); /* measuring builds: src/cuda/trace.cu */
+#endif
 #include "run_options.h"
 
 static void usage(FILE *f)
@@ -97,6 +100,15 @@ int cmd_bench_gen(int argc, char **argv)
         wk_generate_stats s;
         text_buf text = {NULL, 0, 0};
         int failed = run_options_generate(&o, m, collect, &text, &s);
+#ifdef WICK_CUDA_TRACE
+        /* The last round's launch timeline, where WICK_CUDA_TRACE_OUT names a file. */
+        const char *trace_out = getenv("WICK_CUDA_TRACE_OUT");
+        FILE *tf = r == rounds && trace_out ? fopen(trace_out, "w") : NULL;
+        if (tf) {
+            if (wk_cuda_trace_dump(tf)) fprintf(stderr, "wick: the launch timeline could not be read\n");
+            fclose(tf);
+        }
+#endif
         wk_model_free(m);
         if (failed) {
             free(text.buf);
