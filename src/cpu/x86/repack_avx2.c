@@ -211,6 +211,7 @@ WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     wk_q8_K_rows(R, x, xs, b, xb, isum);
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
+        wk_prefetch_slice(blk, 8 * sizeof(wk_block_q6_K), g, 16);
         wk_q6x8_group(blk + 144 + 96 * g, q);
         const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
         for (int r = 0; r < R; r++) {

@@ -141,15 +141,16 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 }
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
- * b1 = b0), CALL; with PF, the two groups' blocks b0 and b1 are prefetched first (the K-type
- * blocks prefetch their own slices, wk_prefetch_pair_slice). */
-#define WK_PAIR_BLOCKS(BB, S, PF, CALL)                                                            \
+ * b1 = b0), the two groups' blocks b0 and b1 prefetched (but Q4_K's and Q6_K's, which
+ * prefetch their own slices: wk_prefetch_pair_slice; Q2_K's 672 bytes were as fast whole),
+ * then CALL. */
+#define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
     for (int64_t b = 0; b < nb; b++)                                                               \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
             const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
-            if (PF) wk_prefetch_block(b0, 8 * (BB));                                               \
-            if ((PF) && (S) > 1) wk_prefetch_block(b1, 8 * (BB));                                  \
+            if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_block(b0, 8 * (BB));                     \
+            if ((BB) < sizeof(wk_block_q4_K) && (S) > 1) wk_prefetch_block(b1, 8 * (BB));          \
             CALL;                                                                                  \
         }
 
@@ -165,7 +166,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++)                                                            \
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
-        WK_PAIR_BLOCKS(BB, S, false, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
+        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
@@ -225,7 +226,6 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
     for (int g = 0; g < 16; g++) {
-        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q2_K), g, 16);
         const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
         const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
         const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
@@ -350,7 +350,7 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
                             : (S) == 1 ? _mm512_zextps256_ps512(_mm256_loadu_ps(yp))               \
                                        : _mm512_loadu_ps(yp);                                      \
             }                                                                                      \
-        WK_PAIR_BLOCKS(BB, S, true, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));           \
+        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));                 \
         for (int p = 0; p < P; p++)                                                                \
             for (int r = 0; r < R; r++) {                                                          \
                 float *yp = y + r * ldy + 16 * p;                                                  \
