@@ -288,44 +288,42 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 
 /* A decode step's attention (one row) and the output projection's share of its head, in
  * one launch: block h holds head h's result o_h in shared memory after the attention and
- * writes part_h = W[:, h HD .. h HD + HD) · o_h, all n_out of them, to parts + h n_out
- * (the output projection is the sum of the parts over the heads, which the launch's last
- * block adds to the residual in a fixed order: add_parts). The head's slice of every weight row
+ * computes part_h = W[:, h HD .. h HD + HD) · o_h, all n_out of them (stored to parts +
+ * h n_out when parts is given); the output projection is the sum of the parts over the
+ * heads, which the cluster adds to the residual in a fixed order (send_share, add_shares).
+ * The head's slice of every weight row
  * depends on nothing earlier: before the dependency wait the block copies it into shared
  * memory (asynchronous 4-byte copies, consecutive threads on consecutive words of a row),
  * so it arrives while the attention runs. Then a thread takes whole rows: each of its
  * HD / 4 steps decodes 4 weights (the format's step function, exact in f32) and multiplies
  * them with o_h in f32. */
-/* The blocks of an attention_o launch are one thread-block cluster (one block per head):
- * after each block has its n_out shares in shared memory, block r adds residual + the
- * shares of every head, in head order, for its slice of the outputs, reading the other
- * blocks' shares from their shared memory (no round trip through global memory), and
- * writes sum.out. The second barrier keeps each block's shares alive until all have read
- * them. */
-__device__ void add_parts(const wk_cuda_o_sum &sum, const float *mine, int n_out, const int64_t *dpos)
+/* The blocks of an attention_o launch are one thread-block cluster, one block per head.
+ * Block r owns outputs [r per, r per + per): each block writes its share of output i into
+ * the owner's shared memory (inbox[h per + i - r per], a store to distributed shared
+ * memory), and after one cluster barrier every block adds residual + the shares of its
+ * outputs, heads in order, from its own shared memory, into sum.out. */
+__device__ __forceinline__ int o_per(int n_out, int n_heads) { return (n_out + n_heads - 1) / n_heads; }
+__device__ __forceinline__ void send_share(float *inbox, int i, int n_out, float share)
 {
     namespace cg = cooperative_groups;
     cg::cluster_group cl = cg::this_cluster();
-    const int n_heads = (int)cl.num_blocks(), r = (int)cl.block_rank();
-    const int per = (n_out + n_heads - 1) / n_heads, i0 = r * per, i1 = min(n_out, i0 + per);
-    const int i = i0 + (int)threadIdx.x;
-    const float x = i < i1 ? at<const float>(sum.resid, dpos)[i] : 0.f; /* before the barrier */
+    const int per = o_per(n_out, (int)cl.num_blocks()), owner = i / per;
+    cl.map_shared_rank(inbox, owner)[(int)cl.block_rank() * per + (i - owner * per)] = share;
+}
+__device__ void add_shares(const wk_cuda_o_sum &sum, const float *inbox, int n_out, const int64_t *dpos)
+{
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    const int n_heads = (int)cl.num_blocks(), per = o_per(n_out, n_heads);
+    const int i0 = (int)cl.block_rank() * per, n = min(n_out - i0, per);
+    const int j = (int)threadIdx.x;
+    const float x = j < n ? at<const float>(sum.resid, dpos)[i0 + j] : 0.f; /* before the barrier */
     cl.sync();
-    for (int j = i; j < i1; j += blockDim.x) {
-        float s = j == i ? x : at<const float>(sum.resid, dpos)[j];
-        constexpr int BATCH = 8;
-        for (int h0 = 0; h0 < n_heads; h0 += BATCH) {
-            float v[BATCH];
-#pragma unroll
-            for (int k = 0; k < BATCH; k++)
-                if (h0 + k < n_heads) v[k] = cl.map_shared_rank(mine, h0 + k)[j];
-#pragma unroll
-            for (int k = 0; k < BATCH; k++)
-                if (h0 + k < n_heads) s += v[k];
-        }
-        sum.out[j] = s;
+    for (int jj = j; jj < n; jj += blockDim.x) {
+        float s = jj == j ? x : at<const float>(sum.resid, dpos)[i0 + jj];
+        for (int h = 0; h < n_heads; h++) s += inbox[h * per + jj];
+        sum.out[i0 + jj] = s;
     }
-    cl.sync();
 }
 
 template <class T, int HD> struct att_o_geom {
@@ -347,8 +345,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 {
     WK_TRACE_BEGIN(ops_ring, -1, 2)
     using G = att_o_geom<T, HD>;
-    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes, n_out shares */
-    float *mine = reinterpret_cast<float *>(wsm + (size_t)n_out * G::PITCH);
+    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes, the inbox */
+    float *inbox = reinterpret_cast<float *>(wsm + (size_t)n_out * G::PITCH);
     __shared__ float so[HD];
     const int h = blockIdx.x, col0 = h * HD;
     const int slice0 = col0 / T::QK * T::BYTES; /* the slice's first byte in a row */
@@ -389,9 +387,9 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         }
         const float share = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         if (parts) parts[(size_t)h * n_out + i] = share;
-        mine[i] = share;
+        if (sum.out) send_share(inbox, i, n_out, share);
     }
-    if (sum.out) add_parts(sum, mine, n_out, dpos);
+    if (sum.out) add_shares(sum, inbox, n_out, dpos);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
 }
@@ -401,7 +399,7 @@ constexpr size_t ATT_O_SMEM_MAX = 160 << 10;
 constexpr int ATT_O_MAX_HEADS = 16; /* blocks in one (non-portable) cluster on the H200 */
 template <class T, int HD> size_t att_o_smem(int64_t n_out)
 {
-    return (size_t)n_out * att_o_geom<T, HD>::PITCH + (size_t)n_out * sizeof(float);
+    return (size_t)n_out * att_o_geom<T, HD>::PITCH + (size_t)(n_out + ATT_O_MAX_HEADS) * sizeof(float);
 }
 /* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory (once per kernel). */
 template <class T, int HD> cudaError_t att_o_allow()
@@ -641,7 +639,7 @@ extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q,
                                        "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
     const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
     WK_CU(k.allow());
-    /* One cluster of all the heads' blocks (add_parts), launched for programmatic
+    /* One cluster of all the heads' blocks (add_shares), launched for programmatic
      * dependent launch like the others. */
     cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
