@@ -281,6 +281,7 @@ int main(void)
     const struct { wk_type t; int64_t k; } cases[] = {
         {WK_TYPE_Q4_0, 1056}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1056}, {WK_TYPE_Q8_0, 1056},
         {WK_TYPE_Q4_K, 1024}, {WK_TYPE_Q6_K, 768},  {WK_TYPE_Q3_K, 768},  {WK_TYPE_F16, 80},
+        {WK_TYPE_Q8_1, 576},  {WK_TYPE_Q8_1, 1536}, /* small and big chunks, 4-byte aligned blocks */
     };
     const int64_t ms[] = {1, 3, 5, 8};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

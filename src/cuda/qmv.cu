@@ -683,9 +683,9 @@ template <class T, int NX, bool BIG> constexpr int minb_for()
 
 /* Big chunks when k gives 8 warps a big chunk each, or when there are so many rows that
  * a warp takes whole rows anyway (the output head: 49152 rows of 576), a row holds a big
- * chunk and the small chunks could not be copied 16 bytes at a time (H200, 49152 x 576,
- * m = 1: Q8_0 34.5 -> 26.7 us; Q4_1, already 16-byte copies, 18.2 -> 20.5, so not there);
- * else small ones. WICK_CUDA_QMV_BIG=0 or 1 decides instead (read once). */
+ * chunk and the small chunks' blocks start on 2-byte boundaries (H200, 49152 x 576, m = 1:
+ * Q8_0 34.5 -> 26.7 us; Q4_1 18.2 -> 20.5 and Q8_1 17.1 -> 23.4, so not for them); else
+ * small ones. WICK_CUDA_QMV_BIG=0 or 1 decides instead (read once). */
 long big_choice()
 {
     static const long v = wk_env_long("WICK_CUDA_QMV_BIG", 2); /* 2: the rule above */
@@ -697,7 +697,7 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
     const int nblk = p.k / T::QK;
     int64_t groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
-    const bool whole_rows = groups >= 8L * sms && nblk >= geom<T, true>::CH && !geom<T, false>::V16;
+    const bool whole_rows = groups >= 8L * sms && nblk >= geom<T, true>::CH && geom<T, false>::A2;
     const long force = big_choice();
     const bool big = force == 0   ? false
                      : force == 1 ? nblk >= geom<T, true>::CH
