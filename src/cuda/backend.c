@@ -285,9 +285,9 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
 /* A decode step's attention, output projection and residual add, then the MLP's RMSNorm
  * (+ gate, up) of that residual and, after the SiLU-gated product, the down projection
  * added to it: the attention launch also computes each head's share of the output
- * projection (wk_cuda_attention_o), the RMSNorm launch adds the shares to the residual
- * as it reads it and stores the sum, and the down projection's launch adds its result to
- * that sum into the residual. One launch fewer per layer, and the residual is written
+ * projection and writes residual + shares to a sum buffer (wk_cuda_attention_o, its
+ * blocks one cluster), the RMSNorm launch reads that sum, and the down projection's
+ * launch adds its result to it into the residual. One launch fewer per layer, and the residual is written
  * once. Matched only in exactly that shape (records a .. a+2 and two matrix-vector jobs
  * after them, nothing else touching the residual or the projection's output). */
 typedef struct lazy_o {
