@@ -22,10 +22,6 @@
 #include "wick/quant.h"
 #include "wick/tensor.h"
 
-#ifdef WICK_CUDA_TRACE
-int wk_cuda_trace_dump(FILE *f); /* measuring builds: src/cuda/trace.cu */
-#endif
-
 #define DIE(...)                                                                                   \
     do {                                                                                           \
         fprintf(stderr, "cuda_matmul_bench: " __VA_ARGS__);                                        \
@@ -300,13 +296,8 @@ int main(int argc, char **argv)
     }
     if (csv) fclose(csv);
 #ifdef WICK_CUDA_TRACE
-    /* Measuring builds: the last launches' timeline, where WICK_CUDA_TRACE_OUT names a file. */
-    const char *trace_out = getenv("WICK_CUDA_TRACE_OUT");
-    FILE *tf = trace_out ? fopen(trace_out, "w") : NULL;
-    if (tf) {
-        if (wk_cuda_trace_dump(tf)) fprintf(stderr, "cuda_matmul_bench: the launch timeline could not be read\n");
-        fclose(tf);
-    }
+    /* Measuring builds: the last launches' timeline. */
+    if (wk_cuda_trace_save()) fprintf(stderr, "cuda_matmul_bench: the launch timeline could not be saved\n");
 #endif
     free(xh);
     wk_cuda_free(x);

@@ -39,8 +39,8 @@ typedef struct cuda_be {
     int64_t *dpos;    /* device position */
     bool graphs_off;  /* WICK_CUDA_GRAPHS=0 */
     bool attn_o_off;  /* WICK_CUDA_ATTN_O=0: no attention + output projection launches */
-    float *heads_buf; /* the residual plus the heads' output projection (plan_lazy_o) */
-    int64_t heads_floats;
+    float *o_sum; /* the residual plus the output projection, written by the attention launch (plan_lazy_o) */
+    int64_t o_sum_floats;
     long replays, captures, eager_lists;
     wk_cuda_later *later[2]; /* download_later's copies, oldest at later_head */
     void *later_dst[2];
@@ -59,7 +59,7 @@ static void be_free_state(void *p)
     for (int i = 0; i < 2; i++) wk_cuda_later_free(b->later[i]);
     wk_cuda_graph_free(b->graph);
     wk_cuda_free(b->dpos);
-    wk_cuda_free(b->heads_buf);
+    wk_cuda_free(b->o_sum);
     free(b->list);
     free(b->tmpl);
     free(b);
@@ -299,12 +299,8 @@ typedef struct lazy_o {
     int64_t n_out;
 } lazy_o;
 
-/* The heads' buffer: the residual plus the projection, n_out floats (the heads' shares
- * stay in the launch's shared memory). */
-static int64_t heads_floats_for(int64_t n_out) { return n_out; }
-
-static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dpos, float *buf,
-                        int64_t buf_floats, lazy_o *z)
+static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dpos, float *sum,
+                        int64_t sum_floats, lazy_o *z)
 {
     const rec *at = &l[a];
     if (at->op != OP_ATTENTION || at->i[0] != 1 || a + 3 >= n) return false;
@@ -317,7 +313,7 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     if (ad->op != OP_ADD || ad->p[1] != mo->p[1] || ad->stride[1] != mo->stride[1] || ad->i[0] != mo->i[1])
         return false;
     const int64_t n_out = mo->i[1];
-    if (!buf || buf_floats < heads_floats_for(n_out) || n_out % 4) return false;
+    if (!sum || sum_floats < n_out || n_out % 4) return false;
     z->wtype = t;
     z->w = w;
     z->n_out = n_out;
@@ -349,7 +345,6 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     if (z->norm.out[z->norm.nout - 1].add.base) return false;
     /* The attention launch leaves residual + projection in the sum; the RMSNorm reads it
      * there and the down projection adds its result to it into the residual. */
-    float *sum = buf;
     z->sum.resid = z->norm.x;
     z->sum.out = sum;
     z->norm.x = (wk_dptr){sum, 0};
@@ -360,23 +355,24 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
 /* The backend state (made by be_get before any list runs). */
 static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx(e), be_free_state); }
 
-/* Is there room for the heads' shares of the output projection after attention record a?
- * Grown only outside capture (may_grow): a captured graph keeps the address it saw. */
-static bool heads_buf_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool may_grow)
+/* Is there room for the sum of residual and output projection after attention record a
+ * (one row of the projection's n_out)? Grown only outside capture (may_grow): a captured
+ * graph keeps the address it saw. */
+static bool o_sum_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool may_grow)
 {
     if (b->attn_o_off || a + 1 >= n || l[a + 1].op != OP_MATMUL) return false;
-    const int64_t need = heads_floats_for(l[a + 1].i[1]);
-    if (need <= b->heads_floats) return true;
+    const int64_t need = l[a + 1].i[1];
+    if (need <= b->o_sum_floats) return true;
     if (!may_grow) return false;
     wk_cuda_ctx_sync(wk_cuda_engine_ctx(e));
-    wk_cuda_free(b->heads_buf);
-    b->heads_buf = NULL;
-    b->heads_floats = 0;
-    if (wk_cuda_malloc((size_t)need * sizeof(float), (void **)&b->heads_buf) != WK_OK) {
+    wk_cuda_free(b->o_sum);
+    b->o_sum = NULL;
+    b->o_sum_floats = 0;
+    if (wk_cuda_malloc((size_t)need * sizeof(float), (void **)&b->o_sum) != WK_OK) {
         wk_clear_error();
         return false;
     }
-    b->heads_floats = need;
+    b->o_sum_floats = need;
     return true;
 }
 
@@ -399,8 +395,8 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
         rec_addrs(r, P, dpos, a);
         wk_status st = WK_OK;
         lazy_o z;
-        if (r->op == OP_ATTENTION && r->i[0] == 1 && heads_buf_for(e, b, l, n, i, !dpos) &&
-            plan_lazy_o(l, n, i, P, dpos, b->heads_buf, b->heads_floats, &z)) {
+        if (r->op == OP_ATTENTION && r->i[0] == 1 && o_sum_for(e, b, l, n, i, !dpos) &&
+            plan_lazy_o(l, n, i, P, dpos, b->o_sum, b->o_sum_floats, &z)) {
             st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
                                      dpos ? r->pos - P : r->pos, r->i[1], r->i[2], r->i[3], dpos, z.wtype, z.w,
                                      z.n_out, NULL, z.sum);

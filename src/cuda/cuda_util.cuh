@@ -80,24 +80,37 @@ static inline long wk_env_long(const char *name, long dflt)
     return v < 0 ? 0 : v;
 }
 
+/* As wk_launch_pdl, with the grid's blocks in thread-block clusters of `cluster` along x
+ * (0: no clusters). */
 template <typename... Params, typename... Args>
-static inline wk_status wk_launch_pdl(const char *what, void (*kernel)(Params...), dim3 grid, dim3 block,
-                                      size_t smem, cudaStream_t stream, Args &&...args)
+static inline wk_status wk_launch_pdl_cluster(const char *what, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                              size_t smem, cudaStream_t stream, unsigned cluster, Args &&...args)
 {
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = wk_cuda_pdl_enabled() ? 1 : 0;
+    attr[1].id = cudaLaunchAttributeClusterDimension;
+    attr[1].val.clusterDim.x = cluster;
+    attr[1].val.clusterDim.y = 1;
+    attr[1].val.clusterDim.z = 1;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = cluster ? 2 : 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
     if (e == cudaSuccess) return WK_OK;
     cudaGetLastError();
     return wk_fail(WK_ERR_DEVICE, "CUDA: launching %s: %s", what, cudaGetErrorString(e));
+}
+
+template <typename... Params, typename... Args>
+static inline wk_status wk_launch_pdl(const char *what, void (*kernel)(Params...), dim3 grid, dim3 block,
+                                      size_t smem, cudaStream_t stream, Args &&...args)
+{
+    return wk_launch_pdl_cluster(what, kernel, grid, block, smem, stream, 0u, std::forward<Args>(args)...);
 }
 
 #endif

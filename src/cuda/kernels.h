@@ -194,6 +194,12 @@ wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int
 wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);
 /* *out (an int32) = the first index of the largest x[i], i < n, as wk_backend.argmax says. */
 wk_status wk_cuda_argmax(wk_cuda_ctx *c, wk_dptr x, int64_t n, wk_dptr out, const int64_t *dpos);
+#ifdef WICK_CUDA_TRACE
+/* Measuring builds (trace.cuh): where WICK_CUDA_TRACE_OUT names a file, the launch timeline
+ * written there as CSV (ring, kind, blocks, t0..t4, end_max; global timer in ns). 0: done
+ * or not asked for; -1: the file or the device could not be written or read. */
+int wk_cuda_trace_save(void);
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -401,15 +401,17 @@ template <class T, int HD> size_t att_o_smem(int64_t n_out)
 {
     return (size_t)n_out * att_o_geom<T, HD>::PITCH + (size_t)(n_out + ATT_O_MAX_HEADS) * sizeof(float);
 }
-/* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory (once per kernel). */
+/* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory and clusters of up to
+ * 16 blocks (once per kernel; the first failure is kept). */
 template <class T, int HD> cudaError_t att_o_allow()
 {
-    static const cudaError_t e = cudaFuncSetAttribute(attention_o_kernel<T, HD>,
-                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      (int)ATT_O_SMEM_MAX) != cudaSuccess
-                                     ? cudaErrorInvalidValue
-                                     : cudaFuncSetAttribute(attention_o_kernel<T, HD>,
-                                                            cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    static const cudaError_t e = [] {
+        const cudaError_t a = cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ATT_O_SMEM_MAX);
+        return a != cudaSuccess ? a
+                                : cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+                                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    }();
     return e;
 }
 
@@ -639,29 +641,11 @@ extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q,
                                        "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
     const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
     WK_CU(k.allow());
-    /* One cluster of all the heads' blocks (add_shares), launched for programmatic
-     * dependent launch like the others. */
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = wk_cuda_pdl_enabled() ? 1 : 0;
-    attr[1].id = cudaLaunchAttributeClusterDimension;
-    attr[1].val.clusterDim.x = (unsigned)n_heads;
-    attr[1].val.clusterDim.y = 1;
-    attr[1].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)n_heads);
-    cfg.blockDim = dim3(ATT_WARPS * 32);
-    cfg.dynamicSmemBytes = k.smem;
-    cfg.stream = c->stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 2;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, k.fn, out, q, k_cache, v_cache, pos_off, (int)n_heads,
-                                             (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts,
-                                             sum);
-    if (e == cudaSuccess) return WK_OK;
-    cudaGetLastError();
-    return wk_fail(WK_ERR_DEVICE, "CUDA: launching attention with the output projection (%lld heads in one "
-                                  "cluster): %s", (long long)n_heads, cudaGetErrorString(e));
+    /* One cluster of all the heads' blocks (add_shares). */
+    return wk_launch_pdl_cluster("attention with the output projection", k.fn, dim3((unsigned)n_heads),
+                                 dim3(ATT_WARPS * 32), k.smem, c->stream, (unsigned)n_heads, out, q, k_cache,
+                                 v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos, (const uint8_t *)w,
+                                 (int)n_out, (int)rb, parts, sum);
 }
 
 extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,

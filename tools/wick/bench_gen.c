@@ -8,7 +8,7 @@
 
 #include "commands.h"
 #ifdef WICK_CUDA_TRACE
-int wk_cuda_trace_dump(FILE *f); /* measuring builds: src/cuda/trace.cu */
+#include "cuda/kernels.h"
 #endif
 #include "run_options.h"
 
@@ -101,13 +101,8 @@ int cmd_bench_gen(int argc, char **argv)
         text_buf text = {NULL, 0, 0};
         int failed = run_options_generate(&o, m, collect, &text, &s);
 #ifdef WICK_CUDA_TRACE
-        /* The last round's launch timeline, where WICK_CUDA_TRACE_OUT names a file. */
-        const char *trace_out = getenv("WICK_CUDA_TRACE_OUT");
-        FILE *tf = r == rounds && trace_out ? fopen(trace_out, "w") : NULL;
-        if (tf) {
-            if (wk_cuda_trace_dump(tf)) fprintf(stderr, "wick: the launch timeline could not be read\n");
-            fclose(tf);
-        }
+        /* The last round's launch timeline (measuring builds). */
+        if (r == rounds && wk_cuda_trace_save()) fprintf(stderr, "wick: the launch timeline could not be saved\n");
 #endif
         wk_model_free(m);
         if (failed) {

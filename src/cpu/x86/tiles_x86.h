@@ -26,13 +26,9 @@ WK_INLINE __m256i wk_bcast4(const int8_t *p)
 #ifndef WK_PF_AHEAD
 #define WK_PF_AHEAD 2048
 #endif
-WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes)
-{
-    for (size_t off = 0; off < bytes; off += 64) _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
-}
 
-/* Slice i of n of that prefetch, for a block read in n parts (the K types' groups): issued
- * with its part, so that the lines go out a few at a time between the work. The 27
+/* Slice i of n of a block's prefetch, for a block read in n parts (the K types' groups):
+ * issued with its part, so that the lines go out a few at a time between the work. The 27
  * prefetches of a whole 1680-byte Q6_K block at its start (likely filling the core's miss
  * buffers at once, the loads behind them waiting) took 1.12-1.19x the time at m = 1. */
 WK_INLINE void wk_prefetch_slice(const uint8_t *blk, size_t bytes, int i, int n)
@@ -40,6 +36,8 @@ WK_INLINE void wk_prefetch_slice(const uint8_t *blk, size_t bytes, int i, int n)
     for (size_t off = bytes * i / n; off < bytes * (i + 1) / n; off += 64)
         _mm_prefetch((const char *)blk + WK_PF_AHEAD + off, _MM_HINT_T0);
 }
+/* A whole block's prefetch. */
+WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes) { wk_prefetch_slice(blk, bytes, 0, 1); }
 
 WK_INLINE __m256 wk_load_f16x8(const void *p)
 {
