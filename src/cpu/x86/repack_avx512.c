@@ -4,9 +4,10 @@
  * _mm256_dpwssd_epi32 multiplies a group's 32-bit sum (when it fits 16 bits) by its scale
  * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
  * are the same helpers or their operations lane by lane (tiles_x86.h), so are the results.
- * Every type but Q4_K takes tiles of 1 to 4 rows (repeated) for every row count; Q4_K up to
- * 16 rows, the many-row kernel of repack_rows_avx2.c from there. One row reads 8 groups side
- * by side.
+ * Every type but Q4_K and Q2_K takes tiles of 1 to 4 rows (repeated) for every row count; Q4_K
+ * up to 16 rows, the many-row kernel of repack_rows_avx2.c from there; Q2_K up to 7 rows, its
+ * own many-row kernel (super-blocks decoded with the scales folded into the codes) from there.
+ * One row reads 8 groups side by side.
  * The tiles of every type but Q8_0 work in 512-bit registers, two column groups per register
  * (below): 512-bit dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the
  * products per instruction, and a group's decoding serves two column groups. */
@@ -256,7 +257,167 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
-WK_TILES_FN(wk_vnni_packed_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
+WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
+
+/* 16 f16 as f32: 8 at a (the low half), 8 at b. */
+WK_INLINE __m512 wk_load_f16x16(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                                   _mm_loadu_si128((const __m128i *)b), 1));
+}
+
+/* ---- Q2_Kx8 for many rows: a super-block of two column groups is decoded once into L1 with
+ * each code already multiplied by its group's scale (scale x code <= 15 x 3 fits a byte), so
+ * that a row pays one dpbusd per 4 elements x 16 columns and nothing per group: the tiles'
+ * dpwssd with the scales (one per group and row) is gone, and the decoding (4 steps' masks and
+ * shifts, the scales, one 16-bit multiply a step) is shared by all the rows of the call. The
+ * integer sums are the tiles' (sum over groups of scale x (sum of code x activation), exact in
+ * 32 bits: at most 256 x 45 x 128), the min sums are the same dpwssd, and the float step of a
+ * lane is wk_acc_q8_K_min's, so the bits equal the tiles'. ---- */
+typedef struct {
+    __m512i w[64];  /* step t: byte 4c + i of half h = scale x code of element 4t + i of column c of group h */
+    __m512i mn[8];  /* int16 pairs (min of 16-element groups 2q, 2q + 1) per column, 16 columns */
+    __m512 d, dmin; /* the 16 columns' f32 d and dmin */
+} wk_q2z_unit;
+
+/* The super-block of groups b0 (columns 0-7) and b1 (8-15). */
+WK_INLINE void wk_q2z_decode(const uint8_t *b0, const uint8_t *b1, wk_q2z_unit *u)
+{
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi16(15);
+    const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+    const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
+                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
+    const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
+    u->d = wk_load_f16x16(b0, b1);
+    u->dmin = wk_load_f16x16(b0 + 16, b1 + 16);
+    for (int g = 0; g < 16; g++) {
+        const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
+        /* each column's scale in both 16-bit halves of its 32-bit lane */
+        const __m128i s0 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)), dup);
+        const __m128i s1 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)), dup);
+        const __m512i sc = _mm512_and_si512(_mm512_cvtepu8_epi16(_mm256_set_m128i(s1, s0)), m15);
+        for (int t = 0; t < 4; t++) {
+            const __m512i q = _mm512_and_si512(t ? _mm512_srli_epi16(v, 2 * t) : v, m3);
+            /* two codes of a column in a 16-bit lane, q0 + 256 q1: times s, s q0 + 256 s q1 */
+            _mm512_store_si512(&u->w[4 * g + t], _mm512_mullo_epi16(q, sc));
+        }
+    }
+    for (int q = 0; q < 8; q++) {
+        __m512i mn = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 32 + 16 * q)))),
+                                        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b1 + 32 + 16 * q))), 1);
+        _mm512_store_si512(&u->mn[q], _mm512_srli_epi16(_mm512_shuffle_epi8(mn, pairs), 4));
+    }
+}
+
+/* Keeps an accumulator in its register (GCC otherwise copies the chains between registers at
+ * every step of the loop). */
+#define WK_KEEPZ(v) __asm__("" : "+v"(v))
+
+/* Super-block b of R rows x P decoded units (16 columns each): acc (32 floats a row) +=. */
+WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const char *x, size_t xs,
+                           int64_t b, float *acc)
+{
+    const wk_block_q8_K *xb[4];
+    __m512i is0[4][2], is1[4][2]; /* even and odd steps: two chains */
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int p = 0; p < P; p++) is0[r][p] = is1[r][p] = _mm512_setzero_si512();
+    }
+    for (int t = 0; t < 64; t += 2) {
+        for (int p = 0; p < P; p++) {
+            const __m512i wv = _mm512_load_si512(&u[p].w[t]);
+            for (int r = 0; r < R; r++) {
+                is0[r][p] = _mm512_dpbusd_epi32(is0[r][p], wv, wk_bcast4z(xb[r]->qs + 4 * t));
+                WK_KEEPZ(is0[r][p]);
+            }
+        }
+        for (int p = 0; p < P; p++) {
+            const __m512i wv = _mm512_load_si512(&u[p].w[t + 1]);
+            for (int r = 0; r < R; r++) {
+                is1[r][p] = _mm512_dpbusd_epi32(is1[r][p], wv, wk_bcast4z(xb[r]->qs + 4 * t + 4));
+                WK_KEEPZ(is1[r][p]);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++) {
+        const __m512 dx = _mm512_set1_ps(xb[r]->d);
+        for (int p = 0; p < P; p++) {
+            __m512i msum = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q++) {
+                int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+                memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+                msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512(&u[p].mn[q]), _mm512_set1_epi32(bp));
+            }
+            const __m512i s = _mm512_add_epi32(is0[r][p], is1[r][p]);
+            float *ap = acc + 32 * r + 16 * p;
+            __m512 a = _mm512_load_ps(ap);
+            a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(u[p].d, dx), a);
+            a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(u[p].dmin, dx), a);
+            _mm512_store_ps(ap, a);
+        }
+    }
+}
+
+WK_INLINE void wk_q2z_all_rows(const int P, const wk_q2z_unit *u, const char *x, size_t xs, int64_t b,
+                               int64_t rb, float *acc)
+{
+    int64_t r = 0;
+    for (; r + 4 <= rb; r += 4) wk_q2z_rows(4, P, u, x + r * xs, xs, b, acc + 32 * r);
+    switch (rb - r) {
+    case 1: wk_q2z_rows(1, P, u, x + r * xs, xs, b, acc + 32 * r); break;
+    case 2: wk_q2z_rows(2, P, u, x + r * xs, xs, b, acc + 32 * r); break;
+    case 3: wk_q2z_rows(3, P, u, x + r * xs, xs, b, acc + 32 * r); break;
+    default: break;
+    }
+}
+
+#define WK_Q2Z_ROWS 64 /* rows of one pass over a column block (the accumulators: 8 KiB) */
+static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                              const void *x, size_t xs, float *y, size_t ldy)
+{
+    const int64_t nb = k / 256, ng = nc / 8;
+    const size_t gs = 8 * ws, bb = 8 * sizeof(wk_block_q2_K);
+    const uint8_t *wb = w;
+    wk_q2z_unit u[2];
+    _Alignas(64) float acc[WK_Q2Z_ROWS * 32];
+    for (int64_t r0 = 0; r0 < nr; r0 += WK_Q2Z_ROWS) {
+        const int64_t rb = nr - r0 < WK_Q2Z_ROWS ? nr - r0 : WK_Q2Z_ROWS;
+        const char *xr = (const char *)x + r0 * xs;
+        for (int64_t g = 0; g < ng;) {
+            /* 4 groups (two units), 2 or 3 (one unit), or a lone group (a unit of it twice) */
+            const int P = ng - g >= 4 ? 2 : 1, lone = ng - g == 1, n = lone ? 1 : 2 * P;
+            memset(acc, 0, sizeof(float) * 32 * (size_t)rb);
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p0 = wb + g * gs + b * bb;
+                /* the next super-block of these groups, or the first of the next ones */
+                const uint8_t *nx = b + 1 < nb ? p0 + bb : g + n < ng ? wb + (g + n) * gs : NULL;
+                if (nx)
+                    for (int j = 0; j < n; j++)
+                        for (size_t off = 0; off < bb; off += 64) _mm_prefetch((const char *)nx + j * gs + off, _MM_HINT_T0);
+                wk_q2z_decode(p0, lone ? p0 : p0 + gs, &u[0]);
+                if (P == 2) {
+                    wk_q2z_decode(p0 + 2 * gs, p0 + 3 * gs, &u[1]);
+                    wk_q2z_all_rows(2, u, xr, xs, b, rb, acc);
+                } else {
+                    wk_q2z_all_rows(1, u, xr, xs, b, rb, acc);
+                }
+            }
+            for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + 32 * r, sizeof(float) * 8 * (size_t)n);
+            g += n;
+        }
+    }
+}
+
+/* The tiles (4 rows, repeated) below this many rows, the decoded super-blocks above. */
+#ifndef WK_VNNI_Q2_K_MIN_ROWS
+#define WK_VNNI_Q2_K_MIN_ROWS 8
+#endif
+static void wk_vnni_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                                const void *x, size_t xs, float *y, size_t ldy)
+{
+    if (nr >= WK_VNNI_Q2_K_MIN_ROWS) wk_vnni_rows_q2_K(k, nr, nc, w, ws, x, xs, y, ldy);
+    else wk_vnni_tiles_q2_K(k, nr, nc, w, ws, x, xs, y, ldy);
+}
 
 /* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
  * (two of 4 steps per 32-element sub-block, each times its scale by one dpwssd), both groups'
@@ -326,11 +487,6 @@ WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
  * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
-WK_INLINE __m512 wk_load_f16x16(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                                   _mm_loadu_si128((const __m128i *)b), 1));
-}
 WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
 {
     __m512i v = bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
