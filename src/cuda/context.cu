@@ -179,6 +179,11 @@ extern "C" wk_status wk_cuda_timer_stop(wk_cuda_ctx *c, wk_cuda_timer *t, float 
 extern "C" wk_status wk_cuda_copy_sync(void *dst, const void *src, size_t bytes, bool to_device)
 {
     WK_CU(cudaMemcpy(dst, src, bytes, to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost));
+    /* From pageable memory cudaMemcpy may return before the last bytes reach the device,
+     * and the engines' streams do not wait for the legacy stream: a kernel reading the
+     * weight right away (Q8_0's relayout, the f32 form's dequantization) could see the end
+     * of it unwritten. */
+    if (to_device) WK_CU(cudaDeviceSynchronize());
     return WK_OK;
 }
 
