@@ -1,6 +1,7 @@
 /* CUDA QMatMul: every type x form x input dtype x row count against a float64 reference
  * of the dequantized weights, on fresh random inputs, the output poisoned before each run;
- * and the rejections. Skips (exit 0) when no CUDA device is present. */
+ * the rejections; and the layout Q8_0 weights are kept in. Skips (exit 0) when no CUDA
+ * device is present. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,6 +164,71 @@ static void test_rejections(wk_engine *e)
     free(src);
 }
 
+/* A weight the size of the default model's output head (30 MB as Q8_0), used right
+ * after its upload: every row of the first product checked (the last rows of a large
+ * upload could be read before they reached the device). */
+static void test_large_upload(wk_engine *e)
+{
+    const int64_t n = 49152, k = 576;
+    double *wref = malloc(sizeof(double) * (size_t)(n * k));
+    wk_qtensor *w = wref ? make_weight(WK_TYPE_Q8_0, n, k, wref) : NULL;
+    wk_qmatmul *mm = NULL;
+    CHECK(w != NULL);
+    if (w) CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
+    if (mm) {
+        run_case(e, mm, wref, n, k, 1, WK_TYPE_F32, 2e-5, "q8_0 49152 x 576 just uploaded");
+        wk_qmatmul_free(mm);
+    } else {
+        wk_qtensor_free(w);
+    }
+    free(wref);
+}
+
+/* Q8_0 weights as the GPU keeps them (Q8_1 blocks): scale and codes byte for byte, the
+ * second half the f16 of scale * sum of codes; random codes over the whole int8 range and
+ * an odd block count (the source's last block ends mid-word); and the rejections. */
+static void test_relayout(void)
+{
+    CHECK(wk_cuda_kept_type(WK_TYPE_Q8_0) == WK_TYPE_Q8_1);
+    CHECK(wk_cuda_kept_type(WK_TYPE_Q4_0) == WK_TYPE_Q4_0);
+    wk_cuda_ctx *c = NULL;
+    CHECK_OK(wk_cuda_ctx_create(&c));
+    if (!c) return;
+    enum { NB = 1001 };
+    uint8_t *src = malloc(NB * 34), *got = malloc(NB * 36);
+    for (int b = 0; b < NB; b++) {
+        const uint16_t d = wk_f32_to_f16((float)(urand() * 0.01 * (1 + b % 5)));
+        memcpy(src + b * 34, &d, 2);
+        for (int i = 0; i < 32; i++) src[b * 34 + 2 + i] = (uint8_t)(urand() * 128.0 + 128.0);
+    }
+    memset(got, 0xAB, NB * 36);
+    void *ds = dev_copy(src, NB * 34), *dd = dev_copy(got, NB * 36);
+    if (ds && dd) {
+        CHECK_OK(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, NB * 32, dd));
+        CHECK_OK(wk_cuda_ctx_sync(c));
+        CHECK_OK(wk_cuda_copy_sync(got, dd, NB * 36, false));
+        int bad = 0;
+        for (int b = 0; b < NB; b++) {
+            const uint8_t *s = src + b * 34, *g = got + b * 36;
+            uint16_t d, sum_h;
+            memcpy(&d, s, 2);
+            int sum = 0;
+            for (int i = 0; i < 32; i++) sum += (int8_t)s[2 + i];
+            const uint16_t want_sum = wk_f32_to_f16(wk_f16_to_f32(d) * (float)sum);
+            memcpy(&sum_h, g + 2, 2);
+            if (memcmp(g, s, 2) || sum_h != want_sum || memcmp(g + 4, s + 2, 32)) bad++;
+        }
+        CHECK_MSG(bad == 0, "q8_0 -> q8_1 relayout: %d of %d blocks differ", bad, NB);
+        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q4_0, ds, 32, dd), WK_ERR_INVALID, "kept as they are");
+        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, 48, dd), WK_ERR_INVALID, "multiple of");
+    }
+    wk_cuda_free(ds);
+    wk_cuda_free(dd);
+    free(src);
+    free(got);
+    wk_cuda_ctx_free(c);
+}
+
 int main(void)
 {
     if (!wk_cuda_available()) {
@@ -181,11 +247,16 @@ int main(void)
     /* Odd block counts: rows that start on 2-byte boundaries. */
     test_type(e, WK_TYPE_Q4_0, 48, 544);
     test_type(e, WK_TYPE_Q8_0, 40, 544);
+    /* The default model's shapes (k = 576: rows of 648 bytes as Q8_1; k = 1536). */
+    test_type(e, WK_TYPE_Q8_0, 200, 576);
+    test_type(e, WK_TYPE_Q8_0, 40, 1536);
     test_type(e, WK_TYPE_Q6_K, 40, 768);
     test_type(e, WK_TYPE_F16, 24, 40);
     test_type(e, WK_TYPE_BF16, 24, 40);
     test_type(e, WK_TYPE_F32, 24, 40);
     test_rejections(e);
+    test_relayout();
+    test_large_upload(e);
     wk_engine_free(e);
     TEST_MAIN_END();
 }

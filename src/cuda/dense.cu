@@ -100,6 +100,32 @@ wk_status dequant_any(wk_cuda_ctx *c, wk_type t, const void *w, int64_t nelem, v
     return wk_fail(WK_ERR_UNSUPPORTED, "CUDA dequantize: unknown weight type id %d", (int)t);
 }
 
+/* Q8_0 blocks (34 bytes: f16 scale, 32 codes) as Q8_1 blocks (36 bytes: the scale, the
+ * f16 of scale * sum of codes, the codes): the same values, every block on a word. One
+ * thread per block. */
+__global__ void q8_0_to_q8_1_kernel(const uint8_t *__restrict__ src, int64_t nblocks,
+                                    uint8_t *__restrict__ dst)
+{
+    const int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblocks) return;
+    const uint16_t *s = reinterpret_cast<const uint16_t *>(src + b * 34); /* 2-byte aligned */
+    uint32_t *d = reinterpret_cast<uint32_t *>(dst + b * 36);
+    int sum = 0;
+    uint32_t words[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const uint32_t w = (uint32_t)s[1 + 2 * i] | (uint32_t)s[2 + 2 * i] << 16;
+        words[i] = w;
+#pragma unroll
+        for (int j = 0; j < 4; j++) sum += (int8_t)(w >> (8 * j));
+    }
+    const __half scale = __ushort_as_half(s[0]);
+    const __half ssum = __float2half_rn(__half2float(scale) * (float)sum);
+    d[0] = (uint32_t)s[0] | (uint32_t)__half_as_ushort(ssum) << 16;
+#pragma unroll
+    for (int i = 0; i < 8; i++) d[1 + i] = words[i];
+}
+
 /* Embedding rows: one thread per (row, block, step, quad) of the picked table rows. */
 template <class T>
 __global__ void embed_kernel(const uint8_t *__restrict__ w, size_t row_bytes, int64_t dim,
@@ -189,6 +215,24 @@ extern "C" wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const voi
     if (dst_type == WK_TYPE_F32) return dequant_any<float>(c, wtype, w, nelem, dst);
     if (dst_type == WK_TYPE_F16) return dequant_any<__half>(c, wtype, w, nelem, dst);
     return wk_fail(WK_ERR_INVALID, "CUDA dequantize: target type must be f32 or f16");
+}
+
+extern "C" wk_type wk_cuda_kept_type(wk_type t) { return t == WK_TYPE_Q8_0 ? WK_TYPE_Q8_1 : t; }
+
+extern "C" wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t nelem,
+                                      void *dst)
+{
+    if (t != WK_TYPE_Q8_0)
+        return wk_fail(WK_ERR_INVALID, "CUDA relayout: %s weights are kept as they are",
+                       wk_traits(t) ? wk_traits(t)->name : "(unknown type)");
+    if (nelem < 0 || nelem % 32 != 0)
+        return wk_fail(WK_ERR_INVALID, "CUDA relayout: %lld elements is not a multiple of q8_0's "
+                                       "block size 32", (long long)nelem);
+    const int64_t nblocks = nelem / 32;
+    if (nblocks == 0) return WK_OK;
+    q8_0_to_q8_1_kernel<<<(unsigned)((nblocks + 255) / 256), 256, 0, c->stream>>>(
+        (const uint8_t *)src, nblocks, (uint8_t *)dst);
+    return wk_cuda_check_launch("the q8_0 -> q8_1 relayout kernel");
 }
 
 extern "C" wk_status wk_cuda_convert(wk_cuda_ctx *c, const void *src, wk_type src_type, void *dst,

@@ -1,8 +1,8 @@
 /* The CUDA engine: QTensor storage on the GPU and QMatMul in its forms.
  *
  * Forms on the GPU (activations are never quantized here, as on the documents' GPU):
- * - quantized and precise: the weight stays in its format; the tensor-core kernel of
- *   qmatmul.cu (F16 weights too);
+ * - quantized and precise: the weight stays in its format (Q8_0 rewritten as Q8_1 once:
+ *   the same values, blocks on words); the tensor-core kernels (F16 weights too);
  * - f32: the weight dequantized once to f32 on the device, cuBLAS;
  * - f16: the weight dequantized once to f16 on the device, cuBLAS (x rounded to f16).
  * F32 and BF16 weights use the f32 form unless the f16 form is asked for (BF16 widened to
@@ -43,9 +43,30 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
     bool dense_form = mm->form == WK_FORM_F32 || mm->form == WK_FORM_F16;
     if (!dense_form && wk_cuda_qmm_supports(t) && (t != WK_TYPE_F16 || mm->k % 16 == 0)) {
         d->path = WK_CUDA_MM_QUANT;
-        d->type = t;
+        const wk_type kept = wk_cuda_kept_type(t);
+        d->type = kept;
         d->w = mm->w->data;
         mm->nbytes = mm->w->nbytes;
+        if (kept != t) {
+            /* Rewritten in the layout the kernels read fastest; then one copy, as below. */
+            size_t row = 0;
+            wk_status st = wk_type_row_bytes(kept, mm->k, &row);
+            size_t bytes = row * (size_t)mm->n;
+            if (!st) st = wk_cuda_malloc(bytes, &d->owned);
+            if (!st) st = wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned);
+            if (!st) st = wk_cuda_ctx_sync(c);
+            if (st) {
+                wk_cuda_free(d->owned);
+                free(d);
+                return wk_fail_context(st, "CUDA qmatmul: a %s [%lld, %lld] weight as %s",
+                                       wk_type_name(t), (long long)mm->n, (long long)mm->k,
+                                       wk_type_name(kept));
+            }
+            d->w = d->owned;
+            mm->nbytes = bytes;
+            wk_qtensor_free(mm->w);
+            mm->w = NULL;
+        }
     } else {
         /* F16 weights whose k is no multiple of 16 take the exact f32 copy in the precise
          * form (cuBLAS in f16 would round the activations). */
