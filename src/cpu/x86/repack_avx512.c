@@ -408,14 +408,111 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
     }
 }
 
-/* The tiles (4 rows, repeated) below this many rows, the decoded super-blocks above. */
+/* ---- Q2_Kx8 at one row: a register holds two consecutive 16-element groups of one column
+ * group (one 64-byte load of one stream, no insert), so the activations of its halves differ:
+ * they come from a per-call table of the row's 4-byte words, a 64-byte pattern per pair of
+ * groups and step (low half: group 2j's word 8 times, high half: group 2j + 1's), a dpbusd
+ * operand from memory. The scales of both groups are one zero-extension of 16 contiguous bytes;
+ * the mins of 4 groups one lane shuffle and one byte shuffle, against a pattern of the row's
+ * block-sum pairs. 8 groups (8 streams) side by side. The integer sums are the pair tiles', and
+ * the float step is wk_acc_q8_K_min: the same bits. (Two rows this way, tables of 68 KiB, were
+ * slower than the pair tiles: 1.07-1.14 of their time at m = 2.) ---- */
+#define WK_Q2R1_SPAN 16 /* super-blocks whose activation table is made at once (34 KiB) */
+typedef struct {
+    __m512i x[WK_Q2R1_SPAN][8][4]; /* [super-block][pair of groups][step] */
+    __m512i bs[WK_Q2R1_SPAN][4];   /* [super-block][j]: (B 4j, B 4j+1) low half, (B 4j+2, B 4j+3) high */
+} wk_q2r1_act;
+
+WK_INLINE __m512i wk_two_words(int32_t lo, int32_t hi)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(lo)), _mm256_set1_epi32(hi), 1);
+}
+
+static void wk_q2r1_prepare(const wk_block_q8_K *xb, int64_t sb, wk_q2r1_act *a)
+{
+    for (int64_t b = 0; b < sb; b++) {
+        const int8_t *qs = xb[b].qs;
+        for (int j = 0; j < 8; j++)
+            for (int t = 0; t < 4; t++) {
+                int32_t lo, hi;
+                memcpy(&lo, qs + 32 * j + 4 * t, 4);
+                memcpy(&hi, qs + 32 * j + 16 + 4 * t, 4);
+                a->x[b][j][t] = wk_two_words(lo, hi);
+            }
+        for (int j = 0; j < 4; j++) {
+            int32_t lo, hi;
+            memcpy(&lo, &xb[b].bsums[4 * j], 4);
+            memcpy(&hi, &xb[b].bsums[4 * j + 2], 4);
+            a->bs[b][j] = wk_two_words(lo, hi);
+        }
+    }
+}
+
+WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                                  int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)R, (void)xs, (void)nb;
+    const wk_q2r1_act *a = aux;
+    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
+    const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
+                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
+    const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
+    __m512i ch[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}, msum = _mm512_setzero_si512();
+    for (int j = 0; j < 8; j++) { /* groups 2j, 2j + 1 */
+        const __m512i v = _mm512_loadu_si512((const void *)(blk + 160 + 64 * j));
+        const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
+        const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
+        const __m512i scv = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * j))), m15);
+        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, a->x[b][j][0]);
+        p = _mm512_dpbusd_epi32(p, q1, a->x[b][j][1]);
+        p = _mm512_dpbusd_epi32(p, q2, a->x[b][j][2]);
+        p = _mm512_dpbusd_epi32(p, q3, a->x[b][j][3]);
+        ch[j & 1] = _mm512_dpwssd_epi32(ch[j & 1], p, scv);
+    }
+    for (int j = 0; j < 4; j++) { /* groups 4j .. 4j + 3 */
+        /* the 16 bytes of groups 4j, 4j + 1 in 128-bit lanes 0-1, of 4j + 2, 4j + 3 in lanes 2-3 */
+        const __m512i sm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * j)));
+        const __m512i mn = _mm512_srli_epi16(_mm512_shuffle_epi8(_mm512_shuffle_i64x2(sm, sm, 0x50), pairs), 4);
+        msum = _mm512_dpwssd_epi32(msum, mn, a->bs[b][j]);
+    }
+    const __m512i s = _mm512_add_epi32(ch[0], ch[1]);
+    const __m256i is = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+    const __m256i ms = _mm256_add_epi32(_mm512_castsi512_si256(msum), _mm512_extracti64x4_epi64(msum, 1));
+    const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b;
+    wk_acc_q8_K_min(1, blk, &xb, &is, &ms, acc);
+}
+WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 1)
+WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 2)
+WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 4)
+WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 8)
+
+/* One row, its activation table made per span of super-blocks. */
+static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x, int64_t nc, float *y)
+{
+    static wk_tile_fn const tiles[4] = {wk_vnni_q2r1_tile_1_1, wk_vnni_q2r1_tile_1_2, wk_vnni_q2r1_tile_1_4,
+                                        wk_vnni_q2r1_tile_1_8};
+    const int64_t nb = k / 256;
+    wk_q2r1_act a;
+    for (int64_t b0 = 0; b0 < nb; b0 += WK_Q2R1_SPAN) {
+        int64_t sb = nb - b0 < WK_Q2R1_SPAN ? nb - b0 : WK_Q2R1_SPAN;
+        const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b0;
+        wk_q2r1_prepare(xb, sb, &a);
+        wk_tile_groups(tiles, nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q2_K), 8 * ws,
+                       (const char *)xb, 0, &a, b0 == 0, y, 0);
+    }
+}
+
+/* One row: the tiles above; up to 7 rows: the pair tiles (4 rows, repeated); from 8 rows, the
+ * decoded super-blocks. */
 #ifndef WK_VNNI_Q2_K_MIN_ROWS
 #define WK_VNNI_Q2_K_MIN_ROWS 8
 #endif
 static void wk_vnni_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                 const void *x, size_t xs, float *y, size_t ldy)
 {
-    if (nr >= WK_VNNI_Q2_K_MIN_ROWS) wk_vnni_rows_q2_K(k, nr, nc, w, ws, x, xs, y, ldy);
+    if (nr == 1) wk_vnni_row_q2_K(k, w, ws, x, nc, y);
+    else if (nr >= WK_VNNI_Q2_K_MIN_ROWS) wk_vnni_rows_q2_K(k, nr, nc, w, ws, x, xs, y, ldy);
     else wk_vnni_tiles_q2_K(k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
