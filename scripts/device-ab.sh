@@ -14,7 +14,7 @@ for i in $(seq "$pairs"); do
   for w in A B; do
     bin=$A
     [ $w = B ] && bin=$B
-    d=$($bin bench gen -m "$M" -p "What is Rust?" -n 256 --rounds 2 --device cuda 2>&1 | grep -o "mean [0-9.]* ms" | tail -1)
+    d=$($bin bench gen -m "$M" -p "What is Rust?" -n 256 --rounds 2 --device cuda 2>&1 | grep -o "255 decode steps [0-9.]* ms (mean [0-9.]* ms" | tail -1)
     p=$($bin bench gen -m "$M" -p "$long" --raw -n 4 --rounds 2 --device cuda 2>&1 | grep -o "prefill (139 tokens) [0-9.]* ms" | tail -1)
     echo "$w round $i: decode $d, $p"
   done
