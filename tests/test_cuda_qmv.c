@@ -2,10 +2,10 @@
  * is, as an RMSNorm or as silu(gate) * up, three weights of one input, a residual add, RoPE
  * (its position also read from the device, as in a graph's decode step), an RMSNorm of the
  * residual plus the heads' shares of an output projection (their sum stored, the residual
- * output taken from another array), against float64
- * references on fresh random inputs with the outputs poisoned; rows that start on 2-byte
- * boundaries; the input prepared inside the kernel and in scratch; and the rejections.
- * Skips (exit 0) when no CUDA device is present. */
+ * output taken from another array), with and without the blocks of a cluster splitting
+ * k, against float64 references on fresh random inputs with the outputs poisoned; rows
+ * that start on 2-byte boundaries; the input prepared inside the kernel and in scratch;
+ * and the rejections. Skips (exit 0) when no CUDA device is present. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +37,16 @@ static void *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
     return d;
 }
 
+static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum,
+                  const int64_t ns[3]);
+/* Outputs of 40, 24 and 17 rows (tails of 8, 8 and 1): so few row groups that the blocks
+ * of a cluster split k between them. */
+static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
+{
+    static const int64_t ns[3] = {40, 24, 17};
+    run_n(c, t, k, m, src, from_sum, ns);
+}
+
 static const char *src_name(wk_qmv_src s)
 {
     return s == WK_QMV_INPUT ? "input" : s == WK_QMV_RMSNORM ? "rmsnorm" : "silu_mul";
@@ -44,9 +54,9 @@ static const char *src_name(wk_qmv_src s)
 
 /* from: the residual output takes its value from another array (add_from: add = from + y),
  * as in a decode step whose attention launch left residual + projection in a sum. */
-static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
+static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum,
+                  const int64_t ns[3])
 {
-    const int64_t ns[3] = {40, 24, 17}; /* tails of 8, 8 and 1 rows */
     const float eps = 1e-5f;
     double *wref[3];
     void *w[3];
@@ -80,8 +90,10 @@ static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src,
     }
     float *acc0 = malloc(sizeof(float) * (size_t)(m * ns[2]));
     for (int64_t i = 0; i < m * ns[2]; i++) acc0[i] = (float)urand();
-    float *poison = malloc(sizeof(float) * (size_t)(m * k));
-    for (int64_t i = 0; i < m * k; i++) poison[i] = NAN;
+    int64_t most = k; /* the longest of the input rows and outputs */
+    for (int o = 0; o < 3; o++) most = ns[o] > most ? ns[o] : most;
+    float *poison = malloc(sizeof(float) * (size_t)(m * most));
+    for (int64_t i = 0; i < m * most; i++) poison[i] = NAN;
 
     float *from = malloc(sizeof(float) * (size_t)(m * ns[2]));
     for (int64_t i = 0; i < m * ns[2]; i++) from[i] = from_sum ? (float)urand() : 0.f; /* no draws without */
@@ -141,7 +153,7 @@ static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src,
              src_name(src), from_sum ? " + add_from" : "");
     double worst = 0;
     int bad = 0;
-    float *y = malloc(sizeof(float) * (size_t)(m * 40));
+    float *y = malloc(sizeof(float) * (size_t)(m * most));
     for (int o = 0; o < 3; o++) {
         CHECK_OK(wk_cuda_copy_sync(y, dy[o], sizeof(float) * (size_t)(m * ns[o]), false));
         float *acc = o == 2 ? malloc(sizeof(float) * (size_t)(m * ns[2])) : NULL;
@@ -290,6 +302,11 @@ int main(void)
     /* One row's RMSNorm whose residual output is taken from another array (add_from). */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(c, cases[i].t, cases[i].k, 1, WK_QMV_RMSNORM, true);
     run(c, WK_TYPE_Q4_1, 576, 1, WK_QMV_RMSNORM, true);
+    /* Enough row groups that no block splits k with another. */
+    static const int64_t wide[3] = {1200, 24, 17};
+    for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide);
+    run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide);
+    run_n(c, WK_TYPE_Q4_K, 1024, 8, WK_QMV_SILU_MUL, false, wide);
     test_rejections(c);
     wk_cuda_ctx_free(c);
     TEST_MAIN_END();
