@@ -2,10 +2,11 @@
  * is, as an RMSNorm or as silu(gate) * up, three weights of one input, a residual add, RoPE
  * (its position also read from the device, as in a graph's decode step), an RMSNorm of the
  * residual plus the heads' shares of an output projection (their sum stored, the residual
- * output taken from another array), with and without the blocks of a cluster splitting
- * k, against float64 references on fresh random inputs with the outputs poisoned; rows
- * that start on 2-byte boundaries; the input prepared inside the kernel and in scratch;
- * and the rejections. Skips (exit 0) when no CUDA device is present. */
+ * output taken from another array), with outputs of 17-40 rows and of 1200, against
+ * float64 references on fresh random inputs with
+ * the outputs poisoned; rows that start on 2-byte boundaries; the input prepared inside
+ * the kernel and in scratch; and the rejections. Skips (exit 0) when no CUDA device is
+ * present. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,8 +40,7 @@ static void *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
 
 static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum,
                   const int64_t ns[3]);
-/* Outputs of 40, 24 and 17 rows (tails of 8, 8 and 1): so few row groups that the blocks
- * of a cluster split k between them. */
+/* Outputs of 40, 24 and 17 rows (tails of 8, 8 and 1). */
 static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
 {
     static const int64_t ns[3] = {40, 24, 17};
@@ -302,7 +302,7 @@ int main(void)
     /* One row's RMSNorm whose residual output is taken from another array (add_from). */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run(c, cases[i].t, cases[i].k, 1, WK_QMV_RMSNORM, true);
     run(c, WK_TYPE_Q4_1, 576, 1, WK_QMV_RMSNORM, true);
-    /* Enough row groups that no block splits k with another. */
+    /* A longer output (75 row groups). */
     static const int64_t wide[3] = {1200, 24, 17};
     for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide);
     run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide);

@@ -16,9 +16,7 @@
  * separate launch, which is what a decode step's latency is made of), else once by a
  * preparation kernel into scratch. The preparation can also be an RMSNorm of x or
  * silu(gate) * up, and one launch may serve up to three weights of one input (q, k, v;
- * gate, up), each output optionally added to a residual. With few rows (fewer row groups
- * than half the SMs) the two blocks of a cluster take half of k each, the second adding
- * its part into the first's shared memory.
+ * gate, up), each output optionally added to a residual.
  *
  * Decode steps are chains of such launches: each is launched for programmatic dependent
  * launch, so it starts copying its first weight chunks while the kernel before it still
@@ -27,8 +25,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-
-#include <cooperative_groups.h>
 
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
@@ -100,7 +96,6 @@ struct params {
     __half *xg;
     float *sums_g, *scale_g;
     int xpitch;
-    int ks; /* blocks splitting k (a cluster along x; 1: none) */
     int trace_slot; /* measuring builds (trace.cuh) */
 };
 
@@ -190,15 +185,13 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * the row's largest |value| (and for an RMSNorm its sum of squares; the largest |x * w|
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
- * Only units [u0, u1) are prepared (a block of a k-split launch: its part of k, with its
- * own scale; an RMSNorm's sum of squares still takes the whole row).
  * write_norm: also store the RMSNorm's result. The block size is a multiple of 32. */
 __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step, int r0, int r1, __half *xh,
                              int xpitch, float *sums,
-                             float *scale, bool write_norm, float *red, int u0, int u1)
+                             float *scale, bool write_norm, float *red)
 {
     constexpr int KEEP = 2;
-    const int nu = u1 - u0;
+    const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
     const src_rows sr = resolve(p, step);
     for (int r = r0; r < r1; r++) {
@@ -216,19 +209,14 @@ __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step,
         };
 #pragma unroll
         for (int i = 0; i < KEEP; i++) {
-            const int u = u0 + threadIdx.x + i * blockDim.x;
+            const int u = threadIdx.x + i * blockDim.x;
             kept[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (u < u1) {
+            if (u < nu) {
                 kept[i] = source4(p, sr, r, u);
                 measure(kept[i], u);
             }
         }
-        for (int u = u0 + threadIdx.x + KEEP * blockDim.x; u < u1; u += blockDim.x) measure(source4(p, sr, r, u), u);
-        if (norm && nu < p.k / 4) /* the rest of the row: its squares only */
-            for (int u = threadIdx.x; u < p.k / 4 - nu; u += blockDim.x) {
-                const float4 v = source4(p, sr, r, u < u0 ? u : u + nu);
-                ss += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-            }
+        for (int u = threadIdx.x + KEEP * blockDim.x; u < nu; u += blockDim.x) measure(source4(p, sr, r, u), u);
         block_sum_max(ss, mx, red);
         const float rr = norm ? 1.f / sqrtf(ss / (float)p.k + p.eps) : 1.f;
         mx *= rr;
@@ -281,10 +269,10 @@ __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step,
         const int iters = (nu + blockDim.x - 1) / blockDim.x;
 #pragma unroll
         for (int i = 0; i < KEEP; i++)
-            if (i < iters) split(kept[i], u0 + threadIdx.x + i * blockDim.x, threadIdx.x + i * blockDim.x < nu);
+            if (i < iters) split(kept[i], threadIdx.x + i * blockDim.x, threadIdx.x + i * blockDim.x < nu);
         for (int i = KEEP; i < iters; i++) {
-            const int u = u0 + threadIdx.x + i * blockDim.x;
-            split(u < u1 ? source4(p, sr, r, u) : make_float4(0.f, 0.f, 0.f, 0.f), u, u < u1);
+            const int u = threadIdx.x + i * blockDim.x;
+            split(u < nu ? source4(p, sr, r, u) : make_float4(0.f, 0.f, 0.f, 0.f), u, u < nu);
         }
         if (threadIdx.x == 0) scale[r] = s;
     }
@@ -299,7 +287,7 @@ __global__ void __launch_bounds__(256) prepare_kernel(params p)
     pdl_release();
     int r = blockIdx.x;
     prepare_rows(p, p.norm_w, step, r, r + 1, p.xg, p.xpitch, p.sums_g, p.scale_g,
-                 p.src == WK_QMV_RMSNORM && p.norm_out.base, red, 0, p.k / 4);
+                 p.src == WK_QMV_RMSNORM && p.norm_out.base, red);
 }
 
 __device__ __forceinline__ void cp_async4(void *dst, const void *src)
@@ -337,20 +325,16 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     const int g = lane >> 2, t = lane & 3;
     /* The block takes p.rg groups of 16 rows, p.wpg warps each splitting k. */
     const int wpg = p.wpg, rg = warp / wpg, kw = warp - rg * wpg;
-    /* In a k-split launch the p.ks blocks of a cluster share the rows, block kr taking
-     * chunks [c_lo, c_hi) of k. */
-    const int ks = p.ks, kr = (int)blockIdx.x % ks, bx = (int)blockIdx.x / ks;
 
     /* Which output and which 16 rows of it (none: the warp only helps to prepare x). */
     int o = 0;
-    if (p.nout > 1 && bx >= p.out[1].g0) o = 1;
-    if (p.nout > 2 && bx >= p.out[2].g0) o = 2;
+    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
+    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
     const out_desc od = pick_out(p, o);
-    const int n0 = ((bx - od.g0) * p.rg + rg) * 16;
+    const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
     const int live = min(16, od.n - n0);
     const uint8_t *wr = od.w + (size_t)n0 * p.row_bytes;
     const int nblk = p.k / T::QK, nchunk = (nblk + CH - 1) / CH;
-    const int c_lo = kr * nchunk / ks, c_hi = (kr + 1) * nchunk / ks;
     const bool last_group = n0 + 16 >= od.n;
     const bool aligned = (uintptr_t)od.w % 4 == 0;
     /* The flat copy takes 16 rows of whole words; it may read 2 bytes past a row, so not
@@ -436,10 +420,10 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
      * this may overlap the previous kernel), then wait for that kernel and prepare the
      * input while the copies are in flight. */
-    int c = live > 0 ? c_lo + kw : c_hi;
-    const int later = (c < c_hi) + (c + wpg < c_hi); /* copy groups committed after it */
-    if (c < c_hi) stage_chunk(c, 0);
-    if (c + wpg < c_hi) stage_chunk(c + wpg, 1);
+    int c = live > 0 ? kw : nchunk;
+    const int later = (c < nchunk) + (c + wpg < nchunk); /* copy groups committed after it */
+    if (c < nchunk) stage_chunk(c, 0);
+    if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
     /* The RoPE angles of this lane's outputs depend on the step position alone (see
      * step_of): computed before the wait, they overlap the previous kernel instead of
      * following the products. In double, as wk_cuda_rope. */
@@ -486,9 +470,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
             else cp_wait<0>();
             __syncthreads();
         }
-        const int u_end = min(c_hi * CH * T::QK, p.k) / 4;
         prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && p.norm_out.base && bx == 0, red, c_lo * CH * T::QK / 4, u_end);
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
         __syncthreads();
         xh = xs, sums = ss, xscale = sc;
         WK_TRACE_MARK(2);
@@ -547,9 +530,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         }
     };
 
-    for (int it = 0; c < c_hi; c += wpg, it++) {
+    for (int it = 0; c < nchunk; c += wpg, it++) {
         const int slot = it & 1;
-        if (c + wpg < c_hi)
+        if (c + wpg < nchunk)
             cp_wait<1>(); /* the next chunk may still be in flight */
         else
             cp_wait<0>();
@@ -564,7 +547,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
                 block(r0 + bb * T::BYTES, r1 + bb * T::BYTES, c * CH + bb);
         }
         __syncwarp(); /* every lane is done with the slot: refill it */
-        if (c + 2 * wpg < c_hi) stage_chunk(c + 2 * wpg, slot);
+        if (c + 2 * wpg < nchunk) stage_chunk(c + 2 * wpg, slot);
     }
 
     WK_TRACE_MARK(3);
@@ -576,45 +559,14 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 #pragma unroll
                 for (int i = 0; i < 4; i++) red[(warp * 8 + j * 4 + i) * 32 + lane] = acc[j][i];
         __syncthreads();
-        if (kw == 0)
-            for (int v = 1; v < wpg; v++)
+        if (kw > 0) return;
+        for (int v = 1; v < wpg; v++)
 #pragma unroll
-                for (int j = 0; j < 2; j++)
+            for (int j = 0; j < 2; j++)
 #pragma unroll
-                    for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
+                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
-    /* This lane's outputs (rows 4 j + t, columns g + 8 h), in the block's scale. */
-    float out[2][2];
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        const float s = xscale[min(4 * j + t, p.m - 1)];
-#pragma unroll
-        for (int h = 0; h < 2; h++) out[j][h] = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
-    }
-    const bool lead = kw == 0 && live > 0; /* holds its row group's sums (warp-uniform) */
-    if (ks > 1) {
-        /* The cluster's other blocks store their parts into block 0's shared memory; after
-         * one cluster barrier block 0 adds them, blocks in order (the same result every run). */
-        namespace cg = cooperative_groups;
-        cg::cluster_group cl = cg::this_cluster();
-        float *inbox = reinterpret_cast<float *>(xin + xin_norm_bytes(p));
-        const int per = p.rg * 4 * 32; /* floats of one block's part */
-        if (kr > 0 && lead) {
-            float *dst = cl.map_shared_rank(inbox, 0) + (size_t)(kr - 1) * per + rg * 128 + lane;
-#pragma unroll
-            for (int q = 0; q < 4; q++) dst[32 * q] = out[q >> 1][q & 1];
-        }
-        cl.sync();
-        if (kr > 0) {
-            WK_TRACE_END();
-            return;
-        }
-        if (lead)
-            for (int b = 1; b < ks; b++)
-#pragma unroll
-                for (int q = 0; q < 4; q++) out[q >> 1][q & 1] += inbox[(size_t)(b - 1) * per + rg * 128 + 32 * q + lane];
-    }
-    if (!lead) {
+    if (live <= 0) {
         WK_TRACE_END();
         return;
     }
@@ -623,10 +575,11 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     for (int j = 0; j < 2; j++) {
         if (j >= nx) break;
         const int row = 4 * j + t;
+        const float s = xscale[min(row, p.m - 1)];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int col = n0 + g + 8 * h;
-            float v = out[j][h];
+            float v = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
             if (od.rope_hd) {
                 /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Past the
                  * rotated dims the angle is 0 (cos 1, sin 0): v unchanged. */
@@ -652,14 +605,6 @@ long inline_limit()
     static const long lim = wk_env_long("WICK_CUDA_QMV_INLINE", 8192);
     return lim;
 }
-/* The most blocks of a k-split launch (WICK_CUDA_QMV_KSPLIT; 1: none); read once. H200,
- * default model, 255 decode steps: 172.9 ms without, 171.8 with 2, 181.0 with up to 4 (the
- * down projection in clusters of 3, which start later behind the kernel before them). */
-long ksplit_most()
-{
-    static const long v = wk_env_long("WICK_CUDA_QMV_KSPLIT", 2);
-    return v < 1 ? 1 : v;
-}
 long inline_total()
 {
     static const long lim = wk_env_long("WICK_CUDA_QMV_INLINE_TOTAL", 1L << 21);
@@ -676,19 +621,7 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
      * per SM (the kernel's register bound), so that large matrices run in one wave; then
      * as many row groups per block as fill 8 warps while every SM still gets a block (each
      * block prepares its own input). */
-    /* Few row groups (a decode step's q/k/v and down projections: 60 and 36 on the default
-     * model): the blocks of a cluster split k, so that more SMs stream the weight and each
-     * warp's chain of chunks is shorter. */
-    int ks = 1;
-    if (p.inline_x && 2L * groups <= sms) {
-        const long most = ksplit_most();
-        ks = (int)(most < sms / groups ? most : sms / groups);
-        if (ks > nchunk) ks = nchunk;
-        if (ks < 1) ks = 1;
-    }
-    p.ks = ks;
-    const int per_rank = (nchunk + ks - 1) / ks;
-    int wpg = per_rank < MAX_WARPS ? per_rank : MAX_WARPS;
+    int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
     const long budget = 8L * MINB * sms;
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
     /* Fewer warps per row group while shared memory would make a second wave (the big
@@ -705,8 +638,7 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0) +
-               (size_t)(ks - 1) * rg * 4 * 32 * sizeof(float); /* the cluster's parts */
+        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0);
         if (smem > (size_t)200 << 10)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -724,9 +656,8 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
     }
     p.wpg = wpg;
     p.rg = rg;
-    return wk_launch_pdl_cluster("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG, MINB>,
-                                 dim3((unsigned)(blocks * ks)), dim3(nw * 32), smem, c->stream,
-                                 ks > 1 ? (unsigned)ks : 0u, p);
+    return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG, MINB>, dim3((unsigned)blocks),
+                         dim3(nw * 32), smem, c->stream, p);
 }
 
 int sm_count()
