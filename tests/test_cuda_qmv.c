@@ -3,10 +3,9 @@
  * (its position also read from the device, as in a graph's decode step), an RMSNorm of the
  * residual plus the heads' shares of an output projection (their sum stored, the residual
  * output taken from another array), with outputs of 17-40 rows and of 1200, against
- * float64 references on fresh random inputs with
- * the outputs poisoned; rows that start on 2-byte boundaries; the input prepared inside
- * the kernel and in scratch; and the rejections. Skips (exit 0) when no CUDA device is
- * present. */
+ * float64 references on fresh random inputs with the outputs poisoned; rows that start on
+ * 2-byte boundaries; the input prepared inside the kernel and in scratch; and the
+ * rejections. Skips (exit 0) when no CUDA device is present. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -43,62 +43,43 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
     bool dense_form = mm->form == WK_FORM_F32 || mm->form == WK_FORM_F16;
     if (!dense_form && wk_cuda_qmm_supports(t) && (t != WK_TYPE_F16 || mm->k % 16 == 0)) {
         d->path = WK_CUDA_MM_QUANT;
-        const wk_type kept = wk_cuda_kept_type(t);
-        d->type = kept;
-        d->w = mm->w->data;
-        mm->nbytes = mm->w->nbytes;
-        if (kept != t) {
-            /* Rewritten in the layout the kernels read fastest; then one copy, as below. */
-            size_t row = 0;
-            wk_status st = wk_type_row_bytes(kept, mm->k, &row);
-            size_t bytes = row * (size_t)mm->n;
-            if (!st) st = wk_cuda_malloc(bytes, &d->owned);
-            if (!st) st = wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned);
-            if (!st) st = wk_cuda_ctx_sync(c);
-            if (st) {
-                wk_cuda_free(d->owned);
-                free(d);
-                return wk_fail_context(st, "CUDA qmatmul: a %s [%lld, %lld] weight as %s",
-                                       wk_type_name(t), (long long)mm->n, (long long)mm->k,
-                                       wk_type_name(kept));
-            }
-            d->w = d->owned;
-            mm->nbytes = bytes;
-            wk_qtensor_free(mm->w);
-            mm->w = NULL;
-        }
+        d->type = wk_cuda_kept_type(t); /* the layout the kernels read fastest */
     } else {
         /* F16 weights whose k is no multiple of 16 take the exact f32 copy in the precise
          * form (cuBLAS in f16 would round the activations). */
-        wk_type dt = mm->form == WK_FORM_F16 ? WK_TYPE_F16 : WK_TYPE_F32;
         if (!dense_form && wk_type_is_quantized(t)) {
             free(d);
             return wk_fail(WK_ERR_UNSUPPORTED, "CUDA qmatmul: no kernel for %s weights",
                            wk_type_name(t));
         }
         d->path = WK_CUDA_MM_DENSE;
-        d->type = dt;
-        if (t == dt) {
-            d->w = mm->w->data;
-            mm->nbytes = mm->w->nbytes;
-        } else {
-            size_t bytes = (size_t)nelem * (dt == WK_TYPE_F32 ? 4 : 2);
-            wk_status st = wk_cuda_malloc(bytes, &d->owned);
-            if (!st) st = wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, dt);
-            if (!st) st = wk_cuda_ctx_sync(c);
-            if (st) {
-                wk_cuda_free(d->owned);
-                free(d);
-                return wk_fail_context(st, "CUDA qmatmul: %s form of a %s [%lld, %lld] weight",
-                                       wk_form_name(mm->form), wk_type_name(t), (long long)mm->n,
-                                       (long long)mm->k);
-            }
-            d->w = d->owned;
-            mm->nbytes = bytes;
-            /* The quantized copy is no longer needed: one copy of the weight. */
-            wk_qtensor_free(mm->w);
-            mm->w = NULL;
+        d->type = mm->form == WK_FORM_F16 ? WK_TYPE_F16 : WK_TYPE_F32;
+    }
+    d->w = mm->w->data;
+    mm->nbytes = mm->w->nbytes;
+    if (d->type != t) {
+        /* Rewritten once on the device (relaid out, or dequantized for cuBLAS); the
+         * original is then no longer needed: one copy of the weight. */
+        size_t row = 0;
+        wk_status st = wk_type_row_bytes(d->type, mm->k, &row);
+        const size_t bytes = row * (size_t)mm->n;
+        if (!st) st = wk_cuda_malloc(bytes, &d->owned);
+        if (!st)
+            st = d->path == WK_CUDA_MM_QUANT ? wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned)
+                                             : wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, d->type);
+        if (!st) st = wk_cuda_ctx_sync(c);
+        if (st) {
+            const wk_type dt = d->type;
+            wk_cuda_free(d->owned);
+            free(d);
+            return wk_fail_context(st, "CUDA qmatmul: %s form of a %s [%lld, %lld] weight as %s",
+                                   wk_form_name(mm->form), wk_type_name(t), (long long)mm->n,
+                                   (long long)mm->k, wk_type_name(dt));
         }
+        d->w = d->owned;
+        mm->nbytes = bytes;
+        wk_qtensor_free(mm->w);
+        mm->w = NULL;
     }
     mm->impl = d;
     return WK_OK;
