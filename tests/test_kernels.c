@@ -453,6 +453,50 @@ static void test_q6_K_extremes(wk_isa isa)
     }
 }
 
+/* Q2_K codes at their extreme (3) with scales 15 against activations of -128 and 127: the
+ * 512-bit kernels sum the products of one group of 16 in 32-bit lanes whose low 16 bits meet
+ * the scale, the codes of every other group times 4 (up to 4 x 3 x 128 x 16 = 24576 here).
+ * Every product is an integer times 1.0, so the kernels must equal the scalar reference
+ * exactly: at 1-9 rows (the one-row tiles, the tiles of 2-4 rows and the many-row kernels). */
+static void test_q2_K_extremes(wk_isa isa)
+{
+    enum { NC = 24, NR = 9, NB = 2 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
+    const int64_t k = NB * 256;
+    static wk_block_q2_K w[NC * NB], wp[NC * NB];
+    static wk_block_q8_K x[NR * NB];
+    for (int c = 0; c < NC; c++)
+        for (int b = 0; b < NB; b++) {
+            wk_block_q2_K *blk = &w[c * NB + b];
+            memset(blk->qs, (c + b) % 3 == 2 ? 0x00 : 0xff, sizeof blk->qs); /* every code 3, or 0 */
+            for (int g = 0; g < 16; g++) /* scale 15, min 15, 0 or 1 */
+                blk->scales[g] = (uint8_t)((c / 3 + g) % 3 == 0 ? 0xff : (c / 3 + g) % 3 == 1 ? 0x0f : 0x1f);
+            blk->d = 0x3c00, blk->dmin = 0x3c00; /* 1.0 */
+        }
+    for (int r = 0; r < NR; r++)
+        for (int b = 0; b < NB; b++) {
+            wk_block_q8_K *xb = &x[r * NB + b];
+            xb->d = 1.0f;
+            for (int i = 0; i < 256; i++)
+                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -128 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -128));
+            for (int g = 0; g < 16; g++) {
+                int sum = 0;
+                for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
+                xb->bsums[g] = (int16_t)sum;
+            }
+        }
+    const size_t ws = NB * sizeof(wk_block_q2_K), xs = NB * sizeof(wk_block_q8_K);
+    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q2_K, w + 8 * g * NB, wp + 8 * g * NB, k);
+    float ys[NR * NC], yr[NR * NC];
+    wk_cpu_kernels_scalar(WK_TYPE_Q2_K)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
+    for (int nr = 1; nr <= NR; nr++) {
+        wk_cpu_repacked_gemm(WK_TYPE_Q2_K, isa)(k, nr, NC, wp, ws, x, xs, ys, NC);
+        for (int r = 0; r < nr; r++)
+            for (int c = 0; c < NC; c++)
+                CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q2_K extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g",
+                          wk_isa_name(isa), nr, r, c, ys[r * NC + c], yr[r * NC + c]);
+    }
+}
+
 /* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
  * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
  * the K types, 33 super-blocks (across the Q6_K span); 1 to 23 groups at 1 to 5 rows
@@ -507,6 +551,7 @@ int main(void)
         test_repacked_groups(WK_ISA_AVX2);
         test_q5_0_extremes(WK_ISA_AVX2);
         test_q6_K_extremes(WK_ISA_AVX2);
+        test_q2_K_extremes(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
@@ -518,6 +563,7 @@ int main(void)
         test_repacked_groups(WK_ISA_AVX512);
         test_q5_0_extremes(WK_ISA_AVX512);
         test_q6_K_extremes(WK_ISA_AVX512);
+        test_q2_K_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");

@@ -84,25 +84,25 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
                 }
 }
 
-/* Q2_Kx8: the 2-bit codes of a 16-element group in one 32-byte step layout, byte
- * 4*c + i holding at bits 2t the code of element 16g + 4t + i (one load, a shift and a
- * mask per step, the 4 steps of a group sharing one scale). */
+/* Q2_Kx8: the 2-bit codes of 4 groups (a quad, 64 elements of 8 columns) in 128 bytes, so
+ * that the kernels decode them with one 16-bit shift per 64 bytes and masks (repack.h):
+ * element 16G + 4t + i of column c goes to byte 160 + 128 (G / 4) + 64 (t % 2) + 32 (G % 2)
+ * + 4c + i, at bits 2 (2 (t / 2) + (G / 2) % 2). */
 static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
 {
+    memset(out + 160, 0, 512);
     for (int c = 0; c < 8; c++) {
         const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
         memcpy(out + 2 * c, &x->d, 2);
         memcpy(out + 16 + 2 * c, &x->dmin, 2);
         for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
-        for (int g = 0; g < 16; g++)
-            for (int i = 0; i < 4; i++) {
-                int v = 0;
-                for (int t = 0; t < 4; t++) {
-                    int e = 16 * g + 4 * t + i; /* in the file: qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32) */
-                    v |= ((x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3) << (2 * t);
-                }
-                out[160 + 32 * g + 4 * c + i] = (uint8_t)v;
-            }
+        for (int e = 0; e < WK_QK_K; e++) {
+            /* in the file: qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32) */
+            int v = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+            int g = e / 16, t = (e % 16) / 4, i = e % 4;
+            int byte = 160 + 128 * (g / 4) + 64 * (t % 2) + 32 * (g % 2) + 4 * c + i;
+            out[byte] |= (uint8_t)(v << (2 * (2 * (t / 2) + (g / 2) % 2)));
+        }
     }
 }
 

@@ -19,9 +19,12 @@
  *     = code of element 16g + 4j + i of column c in bits 0-5, and in bits 6-7 bits 4-2j and
  *     5-2j of the code of element 16g + 12 + i. Decoding: step j = plane j & 0x3f; step 3 =
  *     ((p0 & 0xc0) | ((p1 >> 2) & 0x30) | ((p2 >> 4) & 0x0c)) >> 2
- *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; at 160 + 32*g the
- *     16-element group g: byte 4*c + i holds at bits 2t the code of column c's element
- *     16g + 4t + i (t < 4)
+ *   Q2_Kx8 (672 bytes): d[8], dmin[8]; scale/min bytes [16][8] at 32; at 160 + 128*j the
+ *     quad of 16-element groups 4j..4j+3 in 128 bytes: byte 64*(t%2) + 32*h + 4*c + i holds
+ *     column c's element 16G + 4t + i (step t < 4) of group G = 4j + h (h < 2) at bits
+ *     4*(t/2), and of group G = 4j + 2 + h at bits 4*(t/2) + 2. So two 64-byte loads, one
+ *     16-bit shift by 4 of each and masks 3 and 0xc give the 4 steps of groups 4j, 4j + 1
+ *     (32 bytes each) and, times 4, of groups 4j + 2, 4j + 3
  *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
  *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
  *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */

@@ -238,7 +238,7 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------
- * A tile of R rows (1 to 4) x 8 columns: one load gives the 4 steps of a 16-element group
+ * A tile of R rows (1 to 4) x 8 columns: two loads give the 4 steps of a 16-element group
  * (a shift and a mask each), whose scales are expanded by a byte shuffle; per row and step
  * one broadcast, one maddubs, one 16-bit add, and one madd per group with its scales. The
  * mins meet the activation's block sums once per super-block (their pairs expanded once
@@ -260,7 +260,7 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     wk_q8_K_rows(R, x, xs, b, xb, isum);
     for (int g = 0; g < 16; g++) {
         __m256i q[4];
-        wk_q2x8_group(blk + 160 + 32 * g, q);
+        wk_q2x8_group(blk, g, q);
         int64_t sv;
         memcpy(&sv, scb + 8 * g, 8);
         __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);

@@ -194,6 +194,20 @@ static void wk_vnni_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w
  * group one load of each stream, 3 shifts and 4 masks for its 4 steps, the scales by one
  * widening; per row 4 dpbusd on embedded broadcasts and a dpwssd. The mins meet the block
  * sums once per super-block, as in the 256-bit tile. ---- */
+/* The steps of two groups from the 64 bytes of steps 0, 2 (a) and of steps 1, 3 (b) of a
+ * Q2_Kx8 quad (repack.h), one 16-bit shift each: q[0..3] the steps of the group at bits
+ * 0-1 and 4-5 (codes 0..3), q[4..7] those of the group at bits 2-3 and 6-7, times 4 (its
+ * sums of 16 products stay within 16 bits: 4 x 3 x 128 x 16 = 24576). */
+WK_INLINE void wk_q2z_quad_codes(__m512i a, __m512i b, __m512i q[8])
+{
+    const __m512i m3 = _mm512_set1_epi8(3), mc = _mm512_set1_epi8(0x0c);
+    const __m512i a4 = _mm512_srli_epi16(a, 4), b4 = _mm512_srli_epi16(b, 4);
+    q[0] = _mm512_and_si512(a, m3), q[1] = _mm512_and_si512(b, m3);
+    q[2] = _mm512_and_si512(a4, m3), q[3] = _mm512_and_si512(b4, m3);
+    q[4] = _mm512_and_si512(a, mc), q[5] = _mm512_and_si512(b, mc);
+    q[6] = _mm512_and_si512(a4, mc), q[7] = _mm512_and_si512(b4, mc);
+}
+
 /* The end of a K-type pair block with mins (Q2_K, Q4_K): a row's 4 chains of sums and its
  * min sums, each register split into the two groups' halves, through the float step. */
 WK_INLINE void wk_pair_acc_q8_K_min(const int R, const uint8_t *b0, const uint8_t *b1,
@@ -214,7 +228,7 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
                                  size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
 {
     (void)nb, (void)aux;
-    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    const __m512i m15 = _mm512_set1_epi32(15);
     /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                             4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
@@ -226,21 +240,31 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
         msum[r] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
-    for (int g = 0; g < 16; g++) {
-        const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
-        const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
-        const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
-        __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)),
-                                        _mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)));
-        const __m512i scv = _mm512_and_si512(_mm512_cvtepu8_epi32(s8), m15);
-        for (int r = 0; r < R; r++) {
-            const int8_t *xq = xb[r]->qs + 16 * g;
-            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, wk_bcast4z(xq));
-            p = _mm512_dpbusd_epi32(p, q1, wk_bcast4z(xq + 4));
-            p = _mm512_dpbusd_epi32(p, q2, wk_bcast4z(xq + 8));
-            p = _mm512_dpbusd_epi32(p, q3, wk_bcast4z(xq + 12));
-            ch[r][g % 4] = _mm512_dpwssd_epi32(ch[r][g % 4], p, scv);
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) { /* groups 4j + h and, its codes times 4, 4j + 2 + h */
+            __m512i q[8];
+            wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
+                              wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
+            __m512i scv[2];
+            for (int e = 0; e < 2; e++) {
+                const int g = 4 * j + 2 * e + h;
+                __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)),
+                                                _mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)));
+                scv[e] = _mm512_and_si512(_mm512_cvtepu8_epi32(s8), m15);
+            }
+            for (int e = 0; e < 2; e++)
+                for (int r = 0; r < R; r++) {
+                    const int8_t *xq = xb[r]->qs + 16 * (4 * j + 2 * e + h);
+                    __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4 * e], wk_bcast4z(xq));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 1], wk_bcast4z(xq + 4));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 2], wk_bcast4z(xq + 8));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 3], wk_bcast4z(xq + 12));
+                    ch[r][2 * e + h] = _mm512_dpwssd_epi32(ch[r][2 * e + h], p, scv[e]);
+                }
         }
+    for (int r = 0; r < R; r++) { /* chains 2, 3 hold 4 x their sums */
+        ch[r][2] = _mm512_srai_epi32(ch[r][2], 2);
+        ch[r][3] = _mm512_srai_epi32(ch[r][3], 2);
     }
     for (int q = 0; q < 8; q++) {
         /* groups 2q, 2q + 1: the 16 scale/min bytes of each stream in every 128-bit lane, lanes
@@ -283,25 +307,31 @@ typedef struct {
 /* The super-block of groups b0 (columns 0-7) and b1 (8-15). */
 WK_INLINE void wk_q2z_decode(const uint8_t *b0, const uint8_t *b1, wk_q2z_unit *u)
 {
-    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi16(15);
+    const __m512i m15 = _mm512_set1_epi16(15);
     const __m128i dup = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                             4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
     const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
     u->d = wk_load_f16x16(b0, b1);
     u->dmin = wk_load_f16x16(b0 + 16, b1 + 16);
-    for (int g = 0; g < 16; g++) {
-        const __m512i v = wk_vnni_pair(b0 + 160 + 32 * g, b1 + 160 + 32 * g);
-        /* each column's scale in both 16-bit halves of its 32-bit lane */
-        const __m128i s0 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)), dup);
-        const __m128i s1 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)), dup);
-        const __m512i sc = _mm512_and_si512(_mm512_cvtepu8_epi16(_mm256_set_m128i(s1, s0)), m15);
-        for (int t = 0; t < 4; t++) {
-            const __m512i q = _mm512_and_si512(t ? _mm512_srli_epi16(v, 2 * t) : v, m3);
-            /* two codes of a column in a 16-bit lane, q0 + 256 q1: times s, s q0 + 256 s q1 */
-            _mm512_store_si512(&u->w[4 * g + t], _mm512_mullo_epi16(q, sc));
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) {
+            __m512i q[8];
+            wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
+                              wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
+            for (int e = 0; e < 2; e++) {
+                const int g = 4 * j + 2 * e + h;
+                /* each column's scale in both 16-bit halves of its 32-bit lane */
+                const __m128i s0 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)), dup);
+                const __m128i s1 = _mm_shuffle_epi8(_mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)), dup);
+                const __m512i sc = _mm512_and_si512(_mm512_cvtepu8_epi16(_mm256_set_m128i(s1, s0)), m15);
+                for (int t = 0; t < 4; t++) {
+                    /* two codes of a column in a 16-bit lane, q0 + 256 q1: times s, s q0 + 256 s q1 */
+                    const __m512i c = e ? _mm512_srli_epi16(q[4 + t], 2) : q[t];
+                    _mm512_store_si512(&u->w[4 * g + t], _mm512_mullo_epi16(c, sc));
+                }
+            }
         }
-    }
     for (int q = 0; q < 8; q++) {
         __m512i mn = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b0 + 32 + 16 * q)))),
                                         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(b1 + 32 + 16 * q))), 1);
@@ -453,23 +483,27 @@ WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x
 {
     (void)R, (void)xs, (void)nb;
     const wk_q2r1_act *a = aux;
-    const __m512i m3 = _mm512_set1_epi8(3), m15 = _mm512_set1_epi32(15);
+    const __m512i m15 = _mm512_set1_epi32(15);
     /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                             4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
     const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
     __m512i ch[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()}, msum = _mm512_setzero_si512();
-    for (int j = 0; j < 8; j++) { /* groups 2j, 2j + 1 */
-        const __m512i v = _mm512_loadu_si512((const void *)(blk + 160 + 64 * j));
-        const __m512i q0 = _mm512_and_si512(v, m3), q1 = _mm512_and_si512(_mm512_srli_epi16(v, 2), m3);
-        const __m512i q2 = _mm512_and_si512(_mm512_srli_epi16(v, 4), m3), q3 = _mm512_and_si512(_mm512_srli_epi16(v, 6), m3);
-        const __m512i scv = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * j))), m15);
-        __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, a->x[b][j][0]);
-        p = _mm512_dpbusd_epi32(p, q1, a->x[b][j][1]);
-        p = _mm512_dpbusd_epi32(p, q2, a->x[b][j][2]);
-        p = _mm512_dpbusd_epi32(p, q3, a->x[b][j][3]);
-        ch[j & 1] = _mm512_dpwssd_epi32(ch[j & 1], p, scv);
+    for (int j = 0; j < 4; j++) { /* a quad: groups 4j, 4j + 1 (pair 2j) and, times 4, 4j + 2, 4j + 3 */
+        __m512i q[8];
+        wk_q2z_quad_codes(_mm512_loadu_si512((const void *)(blk + 160 + 128 * j)),
+                          _mm512_loadu_si512((const void *)(blk + 224 + 128 * j)), q);
+        for (int e = 0; e < 2; e++) {
+            const int pr = 2 * j + e;
+            const __m512i scv = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 32 + 16 * pr))), m15);
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4 * e], a->x[b][pr][0]);
+            p = _mm512_dpbusd_epi32(p, q[4 * e + 1], a->x[b][pr][1]);
+            p = _mm512_dpbusd_epi32(p, q[4 * e + 2], a->x[b][pr][2]);
+            p = _mm512_dpbusd_epi32(p, q[4 * e + 3], a->x[b][pr][3]);
+            ch[e] = _mm512_dpwssd_epi32(ch[e], p, scv);
+        }
     }
+    ch[1] = _mm512_srai_epi32(ch[1], 2); /* 4 x its sums */
     for (int j = 0; j < 4; j++) { /* groups 4j .. 4j + 3 */
         /* the 16 bytes of groups 4j, 4j + 1 in 128-bit lanes 0-1, of 4j + 2, 4j + 3 in lanes 2-3 */
         const __m512i sm = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * j)));

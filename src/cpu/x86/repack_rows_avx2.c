@@ -197,8 +197,8 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         }
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_u8(sc + 8 * g);
         for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_u8(mn + 16 * q, mn + 16 * q + 8);
-        /* byte 32g + 4c + i holds, at bits 2t, element 16g + 4t + i */
-        for (int g = 0; g < 16; g++) wk_q2x8_group(blk + 160 + 32 * g, &u->q[4 * g]);
+        /* the 4 steps of each group, codes 0..3 */
+        for (int g = 0; g < 16; g++) wk_q2x8_group(blk, g, &u->q[4 * g]);
     }
 }
 
