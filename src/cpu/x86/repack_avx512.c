@@ -141,6 +141,17 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
 
+/* How far ahead of super-block b of nb a Q2_K tile of S groups prefetches a stream: WK_PF_AHEAD,
+ * but a group's last blocks the same stream of the next S groups (past S - 1 groups of gs
+ * bytes). A Q2_K group is 672 bytes a super-block (10.5 KiB at k = 4096), so its first 2 KiB,
+ * otherwise read with no prefetch ahead, were a fifth of it: at one row from memory this took
+ * 0.90 of the time. */
+WK_INLINE size_t wk_q2_K_ahead(int64_t b, int64_t nb, int S, size_t gs)
+{
+    const size_t bb = 8 * sizeof(wk_block_q2_K);
+    return (size_t)b * bb + WK_PF_AHEAD < (size_t)nb * bb ? WK_PF_AHEAD : WK_PF_AHEAD + (size_t)(S - 1) * gs;
+}
+
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
  * b1 = b0), the two groups' blocks b0 and b1 prefetched (but Q4_K's and Q6_K's, which
  * prefetch their own slices: wk_prefetch_pair_slice; Q2_K's 672 bytes were as fast whole),
@@ -150,8 +161,16 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
             const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
-            if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_block(b0, 8 * (BB));                     \
-            if ((BB) < sizeof(wk_block_q4_K) && (S) > 1) wk_prefetch_block(b1, 8 * (BB));          \
+            if ((BB) == sizeof(wk_block_q2_K)) {                                                   \
+                const size_t ahead = wk_q2_K_ahead(b, nb, S, gs);                                  \
+                for (size_t off = 0; off < 8 * (BB); off += 64) {                                  \
+                    _mm_prefetch((const char *)b0 + ahead + off, _MM_HINT_T0);                     \
+                    if ((S) > 1) _mm_prefetch((const char *)b1 + ahead + off, _MM_HINT_T0);        \
+                }                                                                                  \
+            } else if ((BB) < sizeof(wk_block_q4_K)) {                                             \
+                wk_prefetch_block(b0, 8 * (BB));                                                   \
+                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
+            }                                                                                      \
             CALL;                                                                                  \
         }
 
@@ -451,6 +470,7 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
 typedef struct {
     __m512i x[WK_Q2R1_SPAN][8][4]; /* [super-block][pair of groups][step] */
     __m512i bs[WK_Q2R1_SPAN][4];   /* [super-block][j]: (B 4j, B 4j+1) low half, (B 4j+2, B 4j+3) high */
+    int64_t span_start, nb;        /* the span's first super-block, and the row's */
 } wk_q2r1_act;
 
 WK_INLINE __m512i wk_two_words(int32_t lo, int32_t hi)
@@ -516,10 +536,26 @@ WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x
     const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b;
     wk_acc_q8_K_min(1, blk, &xb, &is, &ms, acc);
 }
-WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 1)
-WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 2)
-WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 4)
-WK_TILE(wk_vnni_q2r1, sizeof(wk_block_q2_K), 1, 8)
+/* The one-row tile of S groups: WK_TILE's loop with wk_q2_K_ahead's prefetch. */
+#define WK_Q2R1_TILE(S)                                                                            \
+    WK_TILE_HEAD(wk_vnni_q2r1, 1, S)                                                               \
+    {                                                                                              \
+        const wk_q2r1_act *a = aux;                                                                \
+        __m256 acc[S][1];                                                                          \
+        for (int q = 0; q < S; q++)                                                                \
+            acc[q][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + 8 * q);                  \
+        for (int64_t b = 0; b < nb; b++) {                                                         \
+            const size_t ahead = wk_q2_K_ahead(a->span_start + b, a->nb, S, gs);                   \
+            for (int q = 0; q < S; q++) {                                                          \
+                const uint8_t *blk = w + q * gs + b * 8 * sizeof(wk_block_q2_K);                   \
+                for (size_t off = 0; off < 8 * sizeof(wk_block_q2_K); off += 64)                   \
+                    _mm_prefetch((const char *)blk + ahead + off, _MM_HINT_T0);                    \
+                wk_vnni_q2r1_block(1, blk, x, xs, b, nb, aux, acc[q]);                             \
+            }                                                                                      \
+        }                                                                                          \
+        for (int q = 0; q < S; q++) _mm256_storeu_ps(y + 8 * q, acc[q][0]);                        \
+    }
+WK_Q2R1_TILE(1) WK_Q2R1_TILE(2) WK_Q2R1_TILE(4) WK_Q2R1_TILE(8)
 
 /* One row, its activation table made per span of super-blocks. */
 static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x, int64_t nc, float *y)
@@ -532,6 +568,7 @@ static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x,
         int64_t sb = nb - b0 < WK_Q2R1_SPAN ? nb - b0 : WK_Q2R1_SPAN;
         const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b0;
         wk_q2r1_prepare(xb, sb, &a);
+        a.span_start = b0, a.nb = nb;
         wk_tile_groups(tiles, nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q2_K), 8 * ws,
                        (const char *)xb, 0, &a, b0 == 0, y, 0);
     }
