@@ -75,11 +75,25 @@ WK_INLINE __m512i wk_vnni_pair(const uint8_t *a, const uint8_t *b)
                               _mm256_loadu_si256((const __m256i *)b), 1);
 }
 
-/* Slice i of n of the prefetch of a pair's blocks b0 and b1 (bytes each; b1 == b0: one). */
-WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size_t bytes, int i, int n)
+/* Slice i of n of the prefetch, ahead bytes ahead, of a pair's blocks b0 and b1 (bytes each;
+ * b1 == b0: one). */
+WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size_t bytes, size_t ahead, int i, int n)
 {
-    wk_prefetch_slice(b0, bytes, i, n);
-    if (b1 != b0) wk_prefetch_slice(b1, bytes, i, n);
+    for (size_t off = bytes * i / n; off < bytes * (i + 1) / n; off += 64) {
+        _mm_prefetch((const char *)b0 + ahead + off, _MM_HINT_T0);
+        if (b1 != b0) _mm_prefetch((const char *)b1 + ahead + off, _MM_HINT_T0);
+    }
+}
+
+/* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes apart) prefetches a
+ * stream: WK_PF_AHEAD, but a group's last blocks the same stream of the next S groups (past
+ * S - 1 groups), not the next group's start, which its own stream has read already. The K
+ * types' groups are short (Q2_K: 10.5 KiB at k = 4096, Q6_K 26 KiB), and their first 2 KiB
+ * were read with no prefetch ahead: at one row from memory this took 0.90 of the time for
+ * Q2_K. */
+WK_INLINE size_t wk_stream_ahead(int64_t b, int64_t nb, int S, size_t gs, size_t bb)
+{
+    return (size_t)b * bb + WK_PF_AHEAD < (size_t)nb * bb ? WK_PF_AHEAD : WK_PF_AHEAD + (size_t)(S - 1) * gs;
 }
 
 WK_INLINE __m512i wk_bcast4z(const int8_t *p)
@@ -90,8 +104,8 @@ WK_INLINE __m512i wk_bcast4z(const int8_t *p)
 }
 
 /* One super-block of the groups at b0 and b1 (b1 == b0 for a lone group) for R rows. */
-WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
-                                 size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                 int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
     (void)nb;
     const int32_t *lo = aux;
@@ -104,7 +118,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
     for (int g = 0; g < 16; g++) {
-        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), g, 16);
+        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), ahead, g, 16);
         const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
         const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
         const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
@@ -141,17 +155,6 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
 
-/* How far ahead of super-block b of nb a Q2_K tile of S groups prefetches a stream: WK_PF_AHEAD,
- * but a group's last blocks the same stream of the next S groups (past S - 1 groups of gs
- * bytes). A Q2_K group is 672 bytes a super-block (10.5 KiB at k = 4096), so its first 2 KiB,
- * otherwise read with no prefetch ahead, were a fifth of it: at one row from memory this took
- * 0.90 of the time. */
-WK_INLINE size_t wk_q2_K_ahead(int64_t b, int64_t nb, int S, size_t gs)
-{
-    const size_t bb = 8 * sizeof(wk_block_q2_K);
-    return (size_t)b * bb + WK_PF_AHEAD < (size_t)nb * bb ? WK_PF_AHEAD : WK_PF_AHEAD + (size_t)(S - 1) * gs;
-}
-
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
  * b1 = b0), the two groups' blocks b0 and b1 prefetched (but Q4_K's and Q6_K's, which
  * prefetch their own slices: wk_prefetch_pair_slice; Q2_K's 672 bytes were as fast whole),
@@ -161,16 +164,10 @@ WK_INLINE size_t wk_q2_K_ahead(int64_t b, int64_t nb, int S, size_t gs)
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
             const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
-            if ((BB) == sizeof(wk_block_q2_K)) {                                                   \
-                const size_t ahead = wk_q2_K_ahead(b, nb, S, gs);                                  \
-                for (size_t off = 0; off < 8 * (BB); off += 64) {                                  \
-                    _mm_prefetch((const char *)b0 + ahead + off, _MM_HINT_T0);                     \
-                    if ((S) > 1) _mm_prefetch((const char *)b1 + ahead + off, _MM_HINT_T0);        \
-                }                                                                                  \
-            } else if ((BB) < sizeof(wk_block_q4_K)) {                                             \
-                wk_prefetch_block(b0, 8 * (BB));                                                   \
-                if ((S) > 1) wk_prefetch_block(b1, 8 * (BB));                                      \
-            }                                                                                      \
+            const size_t ahead = (BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q6_K)    \
+                                     ? wk_stream_ahead(b, nb, S, gs, 8 * (BB)) : WK_PF_AHEAD;      \
+            (void)ahead;                                                                           \
+            if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }
 
@@ -186,7 +183,7 @@ WK_INLINE size_t wk_q2_K_ahead(int64_t b, int64_t nb, int S, size_t gs)
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++)                                                            \
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
-        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[2 * p], acc[2 * p + 1]));\
+        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, ahead, acc[2 * p], acc[2 * p + 1]));\
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
@@ -243,10 +240,10 @@ WK_INLINE void wk_pair_acc_q8_K_min(const int R, const uint8_t *b0, const uint8_
     wk_acc_q8_K_min(R, b1, xb, i1, n1, acc1);
 }
 
-WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
-                                 size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                 int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
-    (void)nb, (void)aux;
+    (void)nb, (void)aux, (void)ahead;
     const __m512i m15 = _mm512_set1_epi32(15);
     /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
@@ -536,7 +533,7 @@ WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x
     const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b;
     wk_acc_q8_K_min(1, blk, &xb, &is, &ms, acc);
 }
-/* The one-row tile of S groups: WK_TILE's loop with wk_q2_K_ahead's prefetch. */
+/* The one-row tile of S groups: WK_TILE's loop with wk_stream_ahead's prefetch. */
 #define WK_Q2R1_TILE(S)                                                                            \
     WK_TILE_HEAD(wk_vnni_q2r1, 1, S)                                                               \
     {                                                                                              \
@@ -545,7 +542,7 @@ WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x
         for (int q = 0; q < S; q++)                                                                \
             acc[q][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + 8 * q);                  \
         for (int64_t b = 0; b < nb; b++) {                                                         \
-            const size_t ahead = wk_q2_K_ahead(a->span_start + b, a->nb, S, gs);                   \
+            const size_t ahead = wk_stream_ahead(a->span_start + b, a->nb, S, gs, 8 * sizeof(wk_block_q2_K)); \
             for (int q = 0; q < S; q++) {                                                          \
                 const uint8_t *blk = w + q * gs + b * 8 * sizeof(wk_block_q2_K);                   \
                 for (size_t off = 0; off < 8 * sizeof(wk_block_q2_K); off += 64)                   \
@@ -590,10 +587,10 @@ static void wk_vnni_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w
 /* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
  * (two of 4 steps per 32-element sub-block, each times its scale by one dpwssd), both groups'
  * scales and mins decoded into one table each ---- */
-WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,
-                                  size_t xs, int64_t b, int64_t nb, const void *aux, __m256 *acc0, __m256 *acc1)
+WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
-    (void)nb, (void)aux;
+    (void)nb, (void)aux, (void)ahead;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     uint8_t sc[2][64], mn[2][64];
     wk_k4x8_decode(b0 + 32, sc[0]), wk_k4x8_decode(b1 + 32, sc[1]);
@@ -613,7 +610,7 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
             for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
-            wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q4_K), 2 * p + h, 8);
+            wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q4_K), WK_PF_AHEAD, 2 * p + h, 8);
             for (int s = 4 * h; s < 4 * h + 4; s++) {
                 const __m512i v = wk_vnni_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
                 const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
