@@ -4,7 +4,8 @@
  * grouped-query heads, key counts around the tile sizes (one key; 31, 32, 33; 511, 512,
  * 513 and more than a round of every warp), several rows (a prompt) and a position read
  * from the device (a graph's decode step, addresses moving with it); and the decode
- * attention fused with the output projection for every weight type, with its rejections.
+ * attention fused with the output projection for every weight type, and also with the
+ * RMSNorm, q/k/v projections and RoPE before it, each with its rejections.
  * Skips (exit 0) when no CUDA device is present. */
 #include <math.h>
 #include <stdint.h>
@@ -188,6 +189,195 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
     free(resid), free(sum_got), free(sum_first);
 }
 
+/* A random matrix [rows, cols] of type t: its bytes on the device and the exact values it
+ * holds (dequantized) in wf. */
+static void *rand_weight(const wk_type_traits *tr, int64_t rows, int64_t cols, float *wf)
+{
+    const size_t bytes = (size_t)(rows * cols / tr->block_size) * tr->block_bytes;
+    void *wq = malloc(bytes);
+    for (int64_t i = 0; i < rows * cols; i++) wf[i] = (float)(urand() * (1.0 + (i % 7 == 0)));
+    tr->from_f32(wf, wq, rows * cols);
+    tr->to_f32(wq, wf, rows * cols);
+    void *dw = dev_copy(wq, bytes);
+    free(wq);
+    return dw;
+}
+
+/* y[i] = W[i, :] · x in float64, and mag[i] = sum |W[i, j] x[j]| (the scale of its rounding). */
+static void ref_matvec(const float *w, int64_t rows, int64_t cols, const double *x, double *y, double *mag)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        double s = 0.0, m = 0.0;
+        for (int64_t j = 0; j < cols; j++) s += w[i * cols + j] * x[j], m += fabs(w[i * cols + j] * x[j]);
+        y[i] = s, mag[i] = m;
+    }
+}
+
+/* The worst |got - want| / (mag + 1e-3) over n values (NaN: infinite). */
+static double worst_rel(const float *got, const double *want, const double *mag, int64_t n)
+{
+    double worst = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double err = isnan(got[i]) ? INFINITY : fabs(got[i] - want[i]) / (mag[i] + 1e-3);
+        if (err > worst) worst = err;
+    }
+    return worst;
+}
+
+/* The decode step's RMSNorm, q/k/v projections, RoPE, attention and output projection in
+ * one launch (wk_cuda_attention_qkv_o) against float64: x random, the three projections
+ * and Wo of type t (dequantized for the reference), the cache rows before the position
+ * random and the position's row poisoned (the launch writes it), q, the attention output,
+ * the normalized row and the sum poisoned; checks q, the new k and v rows, the normalized
+ * row, the attention output and x + Wo · att, and that three launches give the same sum. */
+static void run_qkv_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_t n_kv, int64_t dim,
+                      int64_t n_keys, int64_t n_rot, bool use_dpos)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    const int64_t kv_dim = n_kv * hd, qdim = n_heads * hd, pos = n_keys - 1;
+    const int64_t step = use_dpos ? pos : 0, pos_off = use_dpos ? 0 : pos;
+    const int64_t slots = use_dpos ? step + 1 : 1;
+    const float eps = 1e-5f, base = 10000.f;
+    float *wqf = malloc(sizeof(float) * (size_t)(qdim * dim)), *wkf = malloc(sizeof(float) * (size_t)(kv_dim * dim));
+    float *wvf = malloc(sizeof(float) * (size_t)(kv_dim * dim)), *wof = malloc(sizeof(float) * (size_t)(dim * qdim));
+    void *dwq = rand_weight(tr, qdim, dim, wqf), *dwk = rand_weight(tr, kv_dim, dim, wkf);
+    void *dwv = rand_weight(tr, kv_dim, dim, wvf), *dwo = rand_weight(tr, dim, qdim, wof);
+    float *x = malloc(sizeof(float) * (size_t)(slots * dim)), *nw = malloc(sizeof(float) * (size_t)dim);
+    for (int64_t i = 0; i < slots * dim; i++) x[i] = 3.f * (float)urand();
+    for (int64_t i = 0; i < dim; i++) nw[i] = 1.f + 0.5f * (float)urand();
+    float *kc = malloc(sizeof(float) * (size_t)(n_keys * kv_dim)), *vc = malloc(sizeof(float) * (size_t)(n_keys * kv_dim));
+    for (int64_t i = 0; i < n_keys * kv_dim; i++)
+        kc[i] = i < pos * kv_dim ? (float)urand() : NAN, vc[i] = i < pos * kv_dim ? (float)urand() : NAN;
+    const int64_t np = slots * (qdim > dim ? qdim : dim);
+    float *poison = malloc(sizeof(float) * (size_t)np);
+    for (int64_t i = 0; i < np; i++) poison[i] = NAN;
+    float *dx = dev_copy(x, sizeof(float) * (size_t)(slots * dim)), *dnw = dev_copy(nw, sizeof(float) * (size_t)dim);
+    float *dk = dev_copy(kc, sizeof(float) * (size_t)(n_keys * kv_dim));
+    float *dv = dev_copy(vc, sizeof(float) * (size_t)(n_keys * kv_dim));
+    float *dq = dev_copy(poison, sizeof(float) * (size_t)(slots * qdim));
+    float *dout = dev_copy(poison, sizeof(float) * (size_t)(slots * qdim));
+    float *dnorm = dev_copy(poison, sizeof(float) * (size_t)(slots * dim));
+    float *dsum = dev_copy(poison, sizeof(float) * (size_t)dim);
+    int64_t *dpos = NULL;
+    if (use_dpos) {
+        CHECK_OK(wk_cuda_malloc(sizeof(int64_t), (void **)&dpos));
+        CHECK_OK(wk_cuda_set_pos(c, dpos, step));
+    }
+    const int64_t sq = use_dpos ? (int64_t)sizeof(float) * qdim : 0, sx = use_dpos ? (int64_t)sizeof(float) * dim : 0;
+    const int64_t skv = use_dpos ? (int64_t)sizeof(float) * kv_dim : 0;
+    wk_dptr qd = {dq, sq}, od = {dout, sq};
+    const wk_cuda_att_qkv qkv = {.wq = dwq, .wk = dwk, .wv = dwv, .x = {dx, sx}, .norm_out = {dnorm, sx},
+                                 .k_new = {dk + (use_dpos ? 0 : pos * kv_dim), skv},
+                                 .v_new = {dv + (use_dpos ? 0 : pos * kv_dim), skv}, .norm_w = dnw, .eps = eps,
+                                 .n_rot = n_rot, .rope_pos = pos_off, .rope_base = base};
+    const wk_cuda_o_sum sum = {{dx, sx}, dsum};
+    CHECK(wk_cuda_attention_qkv_o_fits(t, dwo, dim, n_heads, qd, dk, dv, n_kv, hd, &qkv));
+    float *sum_got = malloc(sizeof(float) * (size_t)dim), *sum_first = malloc(sizeof(float) * (size_t)dim);
+    for (int rep = 0; rep < 3; rep++) {
+        CHECK_OK(wk_cuda_copy_h2d(c, dsum, poison, sizeof(float) * (size_t)dim));
+        CHECK_OK(wk_cuda_attention_qkv_o(c, od, qd, dk, dv, pos_off, n_heads, n_kv, hd, dpos, t, dwo, dim, sum, &qkv));
+        CHECK_OK(wk_cuda_ctx_sync(c));
+        CHECK_OK(wk_cuda_copy_sync(rep ? sum_got : sum_first, dsum, sizeof(float) * (size_t)dim, false));
+        if (rep)
+            CHECK_MSG(memcmp(sum_got, sum_first, sizeof(float) * (size_t)dim) == 0,
+                      "%s q/k/v + attention + output projection: launch %d's sum differs from the first", tr->name,
+                      rep + 1);
+    }
+    /* The reference: the normalized row, the projections, the rotation, the attention. */
+    const float *xr = x + step * dim;
+    double ss = 0.0;
+    for (int64_t i = 0; i < dim; i++) ss += (double)xr[i] * xr[i];
+    const double inv = 1.0 / sqrt(ss / (double)dim + eps);
+    double *xn = malloc(sizeof(double) * (size_t)dim), *one = malloc(sizeof(double) * (size_t)dim);
+    for (int64_t i = 0; i < dim; i++) xn[i] = xr[i] * inv * nw[i], one[i] = 0.0;
+    double *qr = malloc(sizeof(double) * (size_t)qdim), *qm = malloc(sizeof(double) * (size_t)qdim);
+    double *kr = malloc(sizeof(double) * (size_t)kv_dim), *km = malloc(sizeof(double) * (size_t)kv_dim);
+    double *vr = malloc(sizeof(double) * (size_t)kv_dim), *vm = malloc(sizeof(double) * (size_t)kv_dim);
+    ref_matvec(wqf, qdim, dim, xn, qr, qm);
+    ref_matvec(wkf, kv_dim, dim, xn, kr, km);
+    ref_matvec(wvf, kv_dim, dim, xn, vr, vm);
+    for (int pass = 0; pass < 2; pass++) {
+        double *y = pass ? kr : qr, *m = pass ? km : qm;
+        for (int64_t hh = 0; hh < (pass ? n_kv : n_heads); hh++)
+            for (int64_t p = 0; p < n_rot / 2; p++) {
+                const double th = (double)pos * exp(-2.0 * (double)p * log((double)base) / (double)n_rot);
+                double *e = y + hh * hd + 2 * p;
+                const double a = e[0], b = e[1];
+                e[0] = a * cos(th) - b * sin(th), e[1] = a * sin(th) + b * cos(th);
+                const double mm = m[hh * hd + 2 * p] + m[hh * hd + 2 * p + 1];
+                m[hh * hd + 2 * p] = m[hh * hd + 2 * p + 1] = mm;
+            }
+    }
+    float *got = malloc(sizeof(float) * (size_t)(qdim > dim ? qdim : dim));
+    CHECK_OK(wk_cuda_copy_sync(got, (char *)dq + step * sq, sizeof(float) * (size_t)qdim, false));
+    const double e_q = worst_rel(got, qr, qm, qdim);
+    CHECK_OK(wk_cuda_copy_sync(got, dk + pos * kv_dim, sizeof(float) * (size_t)kv_dim, false));
+    const double e_k = worst_rel(got, kr, km, kv_dim);
+    CHECK_OK(wk_cuda_copy_sync(got, dv + pos * kv_dim, sizeof(float) * (size_t)kv_dim, false));
+    const double e_v = worst_rel(got, vr, vm, kv_dim);
+    CHECK_OK(wk_cuda_copy_sync(got, (char *)dnorm + step * sx, sizeof(float) * (size_t)dim, false));
+    for (int64_t i = 0; i < dim; i++) one[i] = fabs(xn[i]);
+    const double e_n = worst_rel(got, xn, one, dim);
+    /* The attention over the cache with the reference's new rows, then x + Wo · att. */
+    for (int64_t i = 0; i < kv_dim; i++) kc[pos * kv_dim + i] = (float)kr[i], vc[pos * kv_dim + i] = (float)vr[i];
+    float *qf = malloc(sizeof(float) * (size_t)qdim);
+    for (int64_t i = 0; i < qdim; i++) qf[i] = (float)qr[i];
+    double *s = malloc(sizeof(double) * (size_t)n_keys), *att = malloc(sizeof(double) * (size_t)qdim);
+    for (int64_t h = 0; h < n_heads; h++)
+        ref_head(qf + h * hd, kc, vc, n_keys, kv_dim, h / (n_heads / n_kv), hd, s, att + h * hd);
+    double *attm = malloc(sizeof(double) * (size_t)qdim);
+    for (int64_t i = 0; i < qdim; i++) attm[i] = 1.0;
+    CHECK_OK(wk_cuda_copy_sync(got, (char *)dout + step * sq, sizeof(float) * (size_t)qdim, false));
+    const double e_a = worst_rel(got, att, attm, qdim);
+    double *want = malloc(sizeof(double) * (size_t)dim), *wm = malloc(sizeof(double) * (size_t)dim);
+    ref_matvec(wof, dim, qdim, att, want, wm);
+    for (int64_t i = 0; i < dim; i++) want[i] += xr[i], wm[i] += fabs(xr[i]);
+    const double e_s = worst_rel(sum_first, want, wm, dim);
+    CHECK_MSG(e_q <= 1e-4 && e_k <= 1e-4 && e_v <= 1e-4 && e_n <= 1e-5 && e_a <= 1e-3 && e_s <= 1e-3,
+              "%s q/k/v + attention + output projection, head size %lld, %lld/%lld heads, %lld inputs, %lld keys, "
+              "%lld rotated%s: relative errors q %.3g k %.3g v %.3g norm %.3g attention %.3g sum %.3g",
+              tr->name, (long long)hd, (long long)n_heads, (long long)n_kv, (long long)dim, (long long)n_keys,
+              (long long)n_rot, use_dpos ? ", position on the device" : "", e_q, e_k, e_v, e_n, e_a, e_s);
+    free(wqf), free(wkf), free(wvf), free(wof), free(x), free(nw), free(kc), free(vc), free(poison);
+    free(sum_got), free(sum_first), free(xn), free(one), free(qr), free(qm), free(kr), free(km), free(vr), free(vm);
+    free(got), free(qf), free(s), free(att), free(attm), free(want), free(wm);
+    wk_cuda_free(dwq), wk_cuda_free(dwk), wk_cuda_free(dwv), wk_cuda_free(dwo), wk_cuda_free(dx), wk_cuda_free(dnw);
+    wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dq), wk_cuda_free(dout), wk_cuda_free(dnorm), wk_cuda_free(dsum);
+    wk_cuda_free(dpos);
+}
+
+/* What the launch with the q/k/v projections does not take: fits says no, the launch fails clearly. */
+static void test_qkv_rejections(wk_cuda_ctx *c)
+{
+    float *buf = NULL;
+    CHECK_OK(wk_cuda_malloc(1 << 20, (void **)&buf));
+    wk_dptr q = wk_dp(buf);
+    const wk_cuda_o_sum sum = {q, buf}, nosum = {q, NULL};
+    const wk_cuda_att_qkv ok = {.wq = buf, .wk = buf, .wv = buf, .x = q, .k_new = q, .v_new = q, .norm_w = buf,
+                                .eps = 1e-5f, .n_rot = 64, .rope_base = 1e4f};
+    wk_cuda_att_qkv bad = ok;
+    CHECK(wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, &ok));
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, NULL));
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 12, q, buf, buf, 3, 64, &ok)); /* 18 blocks */
+    CHECK_FAILS(wk_cuda_attention_qkv_o(c, q, q, buf, buf, 0, 12, 3, 64, NULL, WK_TYPE_Q4_1, buf, 576, sum, &ok),
+                WK_ERR_UNSUPPORTED, "12 + 2 x 3 heads");
+    CHECK_FAILS(wk_cuda_attention_qkv_o(c, q, q, buf, buf, 0, 9, 3, 64, NULL, WK_TYPE_Q4_1, buf, 576, nosum, &ok),
+                WK_ERR_UNSUPPORTED, "no sum");
+    bad.wk = (char *)buf + 4; /* rows copied 16 bytes at a time */
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, &bad));
+    CHECK_FAILS(wk_cuda_attention_qkv_o(c, q, q, buf, buf, 0, 9, 3, 64, NULL, WK_TYPE_Q4_1, buf, 576, sum, &bad),
+                WK_ERR_UNSUPPORTED, "weights' alignment");
+    bad = ok, bad.n_rot = 63;
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, &bad));
+    bad = ok, bad.n_rot = 66;
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, &bad));
+    bad = ok, bad.norm_w = NULL;
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 576, 9, q, buf, buf, 3, 64, &bad));
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 8192, 9, q, buf, buf, 3, 64, &ok)); /* shared memory */
+    CHECK(!wk_cuda_attention_qkv_o_fits(WK_TYPE_Q4_1, buf, 592, 9, q, buf, buf, 3, 64, &ok)); /* not whole blocks */
+    wk_cuda_free(buf);
+}
+
 /* What the fused kernel does not take: the caller asks first (fits) and gets a clear error. */
 static void test_o_rejections(wk_cuda_ctx *c)
 {
@@ -244,6 +434,22 @@ int main(void)
         if (t == 0) run_o(c, types[t], 32, 16, 4, 50, 96, true); /* the largest cluster */
     }
     test_o_rejections(c);
+    /* With the q/k/v projections in the launch: the default model's shape (15 blocks) for
+     * the 32-element types, at the first position, across a tile, a position on the
+     * device, part of the dims rotated; the K types at 256 or 512 inputs; head sizes 32
+     * (16 blocks, the largest cluster) and 128; more inputs than q dims. */
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const bool kq = wk_traits(types[t])->block_size == 256;
+        if (!kq) {
+            run_qkv_o(c, types[t], 64, 9, 3, 576, 1, 64, false);
+            run_qkv_o(c, types[t], 64, 9, 3, 576, 300, 64, t % 2 == 0);
+        }
+        /* (The K types' larger blocks take more shared memory: 256 inputs there.) */
+        run_qkv_o(c, types[t], 64, 4, 2, kq ? 256 : 512, 37, 32, true);
+        run_qkv_o(c, types[t], 32, 8, 4, 256, 65, 32, false);
+        run_qkv_o(c, types[t], 128, 2, 1, 256, 129, 128, t % 2 == 1);
+    }
+    test_qkv_rejections(c);
     wk_cuda_ctx_free(c);
     TEST_MAIN_END();
 }

@@ -39,6 +39,7 @@ typedef struct cuda_be {
     int64_t *dpos;    /* device position */
     bool graphs_off;  /* WICK_CUDA_GRAPHS=0 */
     bool attn_o_off;  /* WICK_CUDA_ATTN_O=0: no attention + output projection launches */
+    bool attn_qkv_off; /* WICK_CUDA_ATTN_QKV=0: the q/k/v projections not in the attention launch */
     float *o_sum; /* the residual plus the output projection, written by the attention launch (plan_lazy_o) */
     int64_t o_sum_floats;
     long replays, captures, eager_lists;
@@ -84,6 +85,8 @@ static wk_status be_get(wk_engine *e, cuda_be **out)
         b->graphs_off = g && strcmp(g, "0") == 0;
         const char *ao = getenv("WICK_CUDA_ATTN_O");
         b->attn_o_off = ao && strcmp(ao, "0") == 0;
+        const char *aq = getenv("WICK_CUDA_ATTN_QKV");
+        b->attn_qkv_off = aq && strcmp(aq, "0") == 0;
         const char *tm = getenv("WICK_CUDA_STEP_TIMES");
         if (tm && strcmp(tm, "1") == 0 && wk_cuda_timer_create(&b->timer) != WK_OK) {
             b->timer = NULL;
@@ -282,6 +285,9 @@ static int try_qmv(wk_engine *e, const rec *l, int n, int i, int64_t P, const in
     return used;
 }
 
+/* The backend state (made by be_get before any list runs). */
+static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx(e), be_free_state); }
+
 /* A decode step's attention, output projection and residual add, then the MLP's RMSNorm
  * (+ gate, up) of that residual and, after the SiLU-gated product, the down projection
  * added to it: the attention launch also computes each head's share of the output
@@ -352,8 +358,6 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     return true;
 }
 
-/* The backend state (made by be_get before any list runs). */
-static cuda_be *b_of(wk_engine *e) { return *wk_cuda_ctx_user(wk_cuda_engine_ctx(e), be_free_state); }
 
 /* Is there room for the sum of residual and output projection after attention record a
  * (one row of the projection's n_out)? Grown only outside capture (may_grow): a captured
@@ -376,6 +380,44 @@ static bool o_sum_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool
     return true;
 }
 
+/* A decode step's RMSNorm, q/k/v projections and RoPE in the attention launch as well
+ * (wk_cuda_attention_qkv_o): matched when the job at record i is exactly that (one row,
+ * three matmuls of one weight type, q and k rotated alike, no add), the next record is
+ * the attention of that q, the attention takes the output projection (plan_lazy_o) in the
+ * same weight type, and the kernel fits. One launch fewer per layer, and q stays in the
+ * heads' shared memory. */
+static bool plan_qkv(wk_engine *e, const rec *l, int n, int i, int64_t P, const int64_t *dpos, lazy_o *z,
+                     wk_cuda_att_qkv *qkv, int *att)
+{
+    cuda_be *b = b_of(e);
+    wk_cuda_qmv_job j;
+    if (b->attn_qkv_off || l[i].op != OP_RMSNORM) return false;
+    const int used = build_qmv(l, n, i, P, dpos, &j);
+    const int a = i + used;
+    if (!used || a >= n || j.src != WK_QMV_RMSNORM || j.m != 1 || j.nout != 3) return false;
+    const wk_cuda_qmv_out *oq = &j.out[0], *ok = &j.out[1], *ov = &j.out[2];
+    const rec *at = &l[a], *rq = &l[i + 1];
+    if (!oq->rope_head_dim || ok->rope_head_dim != oq->rope_head_dim || ov->rope_head_dim ||
+        ok->rope_n_rot != oq->rope_n_rot || ok->rope_pos != oq->rope_pos || ok->rope_base != oq->rope_base ||
+        oq->add.base || ok->add.base || ov->add.base)
+        return false;
+    if (at->op != OP_ATTENTION || at->i[0] != 1 || at->p[1] != rq->p[1] || at->stride[1] != rq->stride[1] ||
+        at->i[3] != oq->rope_head_dim || oq->n != at->i[1] * at->i[3] || ok->n != at->i[2] * at->i[3] ||
+        ov->n != ok->n)
+        return false;
+    if (!o_sum_for(e, b, l, n, a, !dpos) || !plan_lazy_o(l, n, a, P, dpos, b->o_sum, b->o_sum_floats, z) ||
+        z->wtype != j.wtype || z->n_out != j.k)
+        return false;
+    *qkv = (wk_cuda_att_qkv){.wq = oq->w, .wk = ok->w, .wv = ov->w, .x = j.x, .norm_out = j.norm_out,
+                             .k_new = ok->y, .v_new = ov->y, .norm_w = j.norm_w, .eps = j.eps,
+                             .n_rot = oq->rope_n_rot, .rope_pos = oq->rope_pos, .rope_base = oq->rope_base};
+    wk_dptr aa[REC_PTRS];
+    rec_addrs(at, P, dpos, aa);
+    *att = a;
+    return wk_cuda_attention_qkv_o_fits(z->wtype, z->w, z->n_out, at->i[1], aa[1], (const float *)at->p[2],
+                                        (const float *)at->p[3], at->i[2], at->i[3], qkv);
+}
+
 /* Run a list, fusing where the next operation allows it:
  * - rmsnorm, or silu_mul, whose output is the next quantized matmul's input: one kernel
  *   computes it and prepares it as that matmul's input;
@@ -384,7 +426,8 @@ static bool o_sum_for(wk_engine *e, cuda_be *b, const rec *l, int n, int a, bool
  * - consecutive matmuls of one input (q, k, v; gate, up) prepare it once;
  * - with at most WK_CUDA_QMV_ROWS rows (decode), all of that is one matrix-vector launch
  *   (try_qmv), the RoPE of q and k included;
- * - a decode step's attention also computes the output projection (plan_lazy_o). */
+ * - a decode step's attention also computes the output projection (plan_lazy_o), and
+ *   the RMSNorm, q/k/v projections and RoPE before it (plan_qkv). */
 static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const int64_t *dpos)
 {
     wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
@@ -395,6 +438,21 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
         rec_addrs(r, P, dpos, a);
         wk_status st = WK_OK;
         lazy_o z;
+        wk_cuda_att_qkv qkv;
+        int at;
+        if (r->op == OP_RMSNORM && plan_qkv(e, l, n, i, P, dpos, &z, &qkv, &at)) {
+            const rec *ar = &l[at];
+            wk_dptr aa[REC_PTRS];
+            rec_addrs(ar, P, dpos, aa);
+            st = wk_cuda_attention_qkv_o(c, aa[0], aa[1], (const float *)ar->p[2], (const float *)ar->p[3],
+                                         dpos ? ar->pos - P : ar->pos, ar->i[1], ar->i[2], ar->i[3], dpos, z.wtype,
+                                         z.w, z.n_out, z.sum, &qkv);
+            if (!st) st = wk_cuda_qmv(c, &z.norm);
+            if (!st) st = wk_cuda_qmv(c, &z.down);
+            if (st) return st;
+            i = z.end - 1;
+            continue;
+        }
         if (r->op == OP_ATTENTION && r->i[0] == 1 && o_sum_for(e, b, l, n, i, !dpos) &&
             plan_lazy_o(l, n, i, P, dpos, b->o_sum, b->o_sum_floats, &z)) {
             st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],

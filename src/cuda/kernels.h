@@ -196,6 +196,32 @@ wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const floa
                               const float *v_cache, int64_t pos_off, int64_t n_heads, int64_t n_kv_heads,
                               int64_t head_dim, const int64_t *dpos, wk_type wtype, const void *w,
                               int64_t n_out, float *parts, wk_cuda_o_sum sum);
+/* The same launch also making its input: a decode step's RMSNorm and q, k, v projections
+ * with the RoPE of q and k. Its cluster has n_heads + 2 n_kv_heads blocks (at most 16):
+ * block b computes rows [b hd, b hd + hd) of [Wq; Wk; Wv] · (x / rms(x) * norm_w) (the
+ * three weights in wtype, the output projection's type, n_out inputs a row), each block's
+ * rows copied into shared memory before the dependency wait; q and k rotated as
+ * wk_cuda_rope (pairs (2p, 2p + 1) below n_rot, position rope_pos + *dpos); q written to
+ * q and kept in shared memory, k and v to the cache rows k_new and v_new, the normalized
+ * row to norm_out when its base is not NULL. After one cluster barrier the heads' blocks
+ * attend over the cache as wk_cuda_attention_o, with sum.resid = x. The products are in
+ * f32 of the exact weights and the f32 normalized row. fits: whether wtype, the sizes,
+ * the alignments (weights and norm_w on 16 bytes) and shared memory allow it. */
+typedef struct wk_cuda_att_qkv {
+    const void *wq, *wk, *wv;
+    wk_dptr x, norm_out, k_new, v_new;
+    const float *norm_w;
+    float eps;
+    int64_t n_rot, rope_pos;
+    float rope_base;
+} wk_cuda_att_qkv;
+bool wk_cuda_attention_qkv_o_fits(wk_type wtype, const void *wo, int64_t n_out, int64_t n_heads, wk_dptr q,
+                                  const float *k_cache, const float *v_cache, int64_t n_kv_heads,
+                                  int64_t head_dim, const wk_cuda_att_qkv *qkv);
+wk_status wk_cuda_attention_qkv_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                                  const float *v_cache, int64_t pos_off, int64_t n_heads, int64_t n_kv_heads,
+                                  int64_t head_dim, const int64_t *dpos, wk_type wtype, const void *wo,
+                                  int64_t n_out, wk_cuda_o_sum sum, const wk_cuda_att_qkv *qkv);
 wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_add(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, int64_t n, const int64_t *dpos);
 wk_status wk_cuda_copy_f32(wk_cuda_ctx *c, wk_dptr dst, wk_dptr src, int64_t n, const int64_t *dpos);

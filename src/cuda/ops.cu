@@ -184,9 +184,9 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * (lane + 32 i) and add up the 32 keys' v rows. Warps take every ATT_WARPS-th group of 32
  * keys and are merged as above. Fixed order throughout: the same result on every run. */
 template <int HD>
-__device__ __forceinline__ void attend_tiled(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc,
-                                             const float *__restrict__ vc, int64_t pos_off, int n_heads,
-                                             int n_kv_heads, const int64_t *dpos, float *so)
+__device__ __forceinline__ void attend_tiled(wk_dptr outd, const float *q, const float *kc, const float *vc,
+                                             int64_t pos_off, int n_heads, int n_kv_heads, const int64_t *dpos,
+                                             float *so)
 {
     constexpr int LPK = HD / 8;      /* lanes per key in the scores */
     constexpr int KPS = 32 / LPK;    /* keys per step */
@@ -201,7 +201,6 @@ __device__ __forceinline__ void attend_tiled(wk_dptr outd, wk_dptr qd, const flo
     const int kvh = h / (n_heads / n_kv_heads);
     const int64_t kv_dim = (int64_t)n_kv_heads * HD;
     const int64_t n_keys = pos_off + (dpos ? *dpos : 0) + r + 1;
-    const float *q = at<const float>(qd, dpos) + ((int64_t)r * n_heads + h) * HD;
     const float scale = 1.f / sqrtf((float)HD);
     float qv[8];
     {
@@ -283,7 +282,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
 {
     pdl_wait();
     pdl_release();
-    attend_tiled<HD>(outd, qd, kc, vc, pos_off, n_heads, n_kv_heads, dpos, NULL);
+    const float *q = at<const float>(qd, dpos) + ((int64_t)blockIdx.y * n_heads + blockIdx.x) * HD;
+    attend_tiled<HD>(outd, q, kc, vc, pos_off, n_heads, n_kv_heads, dpos, NULL);
 }
 
 /* A decode step's attention (one row) and the output projection's share of its head, in
@@ -297,12 +297,14 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
  * so it arrives while the attention runs. Then a thread takes whole rows: each of its
  * HD / 4 steps decodes 4 weights (the format's step function, exact in f32) and multiplies
  * them with o_h in f32. */
-/* The blocks of an attention_o launch are one thread-block cluster, one block per head.
- * Block r owns outputs [r per, r per + per): each block writes its share of output i into
- * the owner's shared memory (inbox[h per + i - r per], a store to distributed shared
- * memory), and after one cluster barrier every block adds residual + the shares of its
- * outputs, heads in order, from its own shared memory, into sum.out. */
-__device__ __forceinline__ int o_per(int n_out, int n_heads) { return (n_out + n_heads - 1) / n_heads; }
+/* The blocks of an attention_o launch are one thread-block cluster: one block per head,
+ * and with the q/k/v projections (wk_cuda_att_qkv) one more per k and per v head. Every
+ * block r of the cluster owns outputs [r per, r per + per): each head's block writes its
+ * share of output i into the owner's shared memory (inbox[h per + i - r per], a store to
+ * distributed shared memory), and after one cluster barrier every block adds residual +
+ * the heads' shares of its outputs, heads in order, from its own shared memory, into
+ * sum.out. */
+__device__ __forceinline__ int o_per(int n_out, int n_blocks) { return (n_out + n_blocks - 1) / n_blocks; }
 __device__ __forceinline__ void send_share(float *inbox, int i, int n_out, float share)
 {
     namespace cg = cooperative_groups;
@@ -310,11 +312,11 @@ __device__ __forceinline__ void send_share(float *inbox, int i, int n_out, float
     const int per = o_per(n_out, (int)cl.num_blocks()), owner = i / per;
     cl.map_shared_rank(inbox, owner)[(int)cl.block_rank() * per + (i - owner * per)] = share;
 }
-__device__ void add_shares(const wk_cuda_o_sum &sum, const float *inbox, int n_out, const int64_t *dpos)
+__device__ void add_shares(const wk_cuda_o_sum &sum, const float *inbox, int n_out, int n_heads, const int64_t *dpos)
 {
     namespace cg = cooperative_groups;
     cg::cluster_group cl = cg::this_cluster();
-    const int n_heads = (int)cl.num_blocks(), per = o_per(n_out, n_heads);
+    const int per = o_per(n_out, (int)cl.num_blocks());
     const int i0 = (int)cl.block_rank() * per, n = min(n_out - i0, per);
     const int j = (int)threadIdx.x;
     const float x = j < n ? at<const float>(sum.resid, dpos)[i0 + j] : 0.f; /* before the barrier */
@@ -334,100 +336,244 @@ template <class T, int HD> struct att_o_geom {
     static constexpr bool V8 = T::QK == 16;
     static constexpr int EVEN = WORDS + (WORDS & 1);
     static constexpr int PITCH = (V8 ? (EVEN % 4 == 2 ? EVEN : EVEN + 2) : (WORDS | 1)) * 4;
+    /* The q/k/v products: a block's HD rows, TPR threads a row, each on every TPR-th
+     * step of 4 inputs. */
+    static constexpr int TPR = ATT_WARPS * 32 / HD;
 };
 
+/* Shared memory of an attention_o launch: the head's slices of the n_out rows of the
+ * output projection, the inbox, and with the q/k/v projections (dim = n_out inputs) the
+ * block's HD rows of them (16-byte aligned), the RMSNorm weights and the normalized row. */
+constexpr int ATT_O_MAX_HEADS = 16; /* blocks in one (non-portable) cluster on the H200 */
+struct att_o_layout {
+    size_t inbox, rows, norm_w, xn, total;
+};
+template <class T, int HD> __host__ __device__ att_o_layout att_o_layout_for(int64_t n_out, int64_t qkv_row_bytes)
+{
+    att_o_layout a;
+    a.inbox = (size_t)n_out * att_o_geom<T, HD>::PITCH;
+    a.rows = (a.inbox + (size_t)(n_out + ATT_O_MAX_HEADS) * sizeof(float) + 15) / 16 * 16;
+    a.norm_w = a.rows + (qkv_row_bytes ? (size_t)HD * qkv_row_bytes : 0);
+    a.xn = a.norm_w + (qkv_row_bytes ? (size_t)n_out * sizeof(float) : 0);
+    a.total = qkv_row_bytes ? a.xn + (size_t)n_out * sizeof(float) : a.rows;
+    return a;
+}
+
+/* The q/k/v stage of a fused launch (block b of n_heads + 2 n_kv_heads): after the wait,
+ * x / rms(x) * norm_w into xn, the block's HD rows · xn (TPR threads a row, their sums
+ * added in a fixed order), q and k rotated, then q to qs (and q), k or v to its cache row;
+ * the cluster barrier makes the cache rows visible to the heads' blocks. */
 template <class T, int HD>
+__device__ __forceinline__ void qkv_stage(const wk_cuda_att_qkv &qkv, int n_out, int row_bytes, int n_heads,
+                                          int n_kv_heads, wk_dptr qd, const int64_t *dpos, const uint8_t *rows,
+                                          const float *norm_w, float *xn, float rc, float rs, float *qs)
+{
+    using G = att_o_geom<T, HD>;
+    __shared__ float red[32];
+    const int b = blockIdx.x, tid = threadIdx.x, r = tid / G::TPR, part = tid % G::TPR;
+    const float *x = at<const float>(qkv.x, dpos);
+    float ss = 0.f;
+    for (int i = tid; i < n_out; i += blockDim.x) {
+        const float v = x[i];
+        xn[i] = v;
+        ss += v * v;
+    }
+    asm volatile("cp.async.wait_group 1;\n" ::); /* the rows and norm_w (the slices may still come) */
+    ss = block_sum(ss, red);
+    const float inv = 1.f / sqrtf(ss / (float)n_out + qkv.eps);
+    float *norm_out = b == 0 && qkv.norm_out.base ? at<float>(qkv.norm_out, dpos) : NULL;
+    for (int i = tid; i < n_out; i += blockDim.x) {
+        const float v = xn[i] * inv * norm_w[i];
+        xn[i] = v;
+        if (norm_out) norm_out[i] = v;
+    }
+    __syncthreads();
+    const uint8_t *row = rows + (size_t)r * row_bytes;
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 2
+    for (int u = part; u < n_out / 4; u += G::TPR) {
+        const int e = 4 * u, o = e % T::QK;
+        uint32_t h01, h23;
+        float sc, ad;
+        T::step(row + e / T::QK * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
+        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
+        const float2 c = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
+        const float4 xv = *reinterpret_cast<const float4 *>(xn + e);
+        acc[0] = fmaf(fmaf(sc, a.x, ad), xv.x, acc[0]);
+        acc[1] = fmaf(fmaf(sc, a.y, ad), xv.y, acc[1]);
+        acc[2] = fmaf(fmaf(sc, c.x, ad), xv.z, acc[2]);
+        acc[3] = fmaf(fmaf(sc, c.y, ad), xv.w, acc[3]);
+    }
+    float v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+#pragma unroll
+    for (int o = 1; o < G::TPR; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (b < n_heads + n_kv_heads) {
+        /* Pair (2p, 2p + 1) is rows r and r ^ 1: lanes TPR apart. Past the rotated dims
+         * rc = 1, rs = 0. */
+        const float other = __shfl_xor_sync(0xffffffffu, v, G::TPR);
+        v = (r & 1) ? other * rs + v * rc : v * rc - other * rs;
+    }
+    if (part == 0) {
+        if (b < n_heads) {
+            qs[r] = v;
+            at<float>(qd, dpos)[b * HD + r] = v;
+        } else if (b < n_heads + n_kv_heads) {
+            at<float>(qkv.k_new, dpos)[(b - n_heads) * HD + r] = v;
+        } else {
+            at<float>(qkv.v_new, dpos)[(b - n_heads - n_kv_heads) * HD + r] = v;
+        }
+    }
+    cooperative_groups::this_cluster().sync();
+}
+
+/* QKV: with the q/k/v stage (a kernel of its own: in one kernel with a run-time switch the
+ * plain launch took about 0.2 us longer a layer). The heads' blocks read the position's
+ * cache rows that other blocks of the launch write only after the cluster barrier, and
+ * never had them in L1 (the prefetch stops before them): they come from L2, written. */
+template <class T, int HD, bool QKV>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
-    attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc,
-                       int64_t pos_off, int n_heads, int n_kv_heads, const int64_t *dpos,
-                       const uint8_t *__restrict__ wo, int n_out, int row_bytes, float *__restrict__ parts,
-                       wk_cuda_o_sum sum)
+    attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc, int64_t pos_off, int n_heads,
+                       int n_kv_heads, const int64_t *dpos, const uint8_t *__restrict__ wo, int n_out,
+                       int row_bytes, float *__restrict__ parts, wk_cuda_o_sum sum, wk_cuda_att_qkv qkv,
+                       int qkv_row_bytes, double rope_lb)
 {
     WK_TRACE_BEGIN(ops_ring, -1, 2)
     using G = att_o_geom<T, HD>;
-    extern __shared__ __align__(16) uint8_t wsm[]; /* n_out rows of PITCH bytes, the inbox */
-    float *inbox = reinterpret_cast<float *>(wsm + (size_t)n_out * G::PITCH);
+    extern __shared__ __align__(16) uint8_t wsm[]; /* see att_o_layout */
+    const att_o_layout L = att_o_layout_for<T, HD>(n_out, QKV ? qkv_row_bytes : 0);
+    float *inbox = reinterpret_cast<float *>(wsm + L.inbox);
     __shared__ float so[HD];
+    __shared__ __align__(16) float qs[QKV ? HD : 1];
     const int h = blockIdx.x, col0 = h * HD;
+    const bool head = !QKV || h < n_heads; /* the other blocks only compute k or v rows */
     const int slice0 = col0 / T::QK * T::BYTES; /* the slice's first byte in a row */
-    for (int idx = threadIdx.x; idx < n_out * G::WORDS; idx += blockDim.x) {
-        const int i = idx / G::WORDS, wd = idx - i * G::WORDS;
-        const uintptr_t src = (uintptr_t)(wo + (size_t)i * row_bytes + slice0);
-        if (4 * wd >= (int)(src & 3) + G::SLICE) continue; /* only words that hold slice bytes */
-        const unsigned dst = (unsigned)__cvta_generic_to_shared(wsm + (size_t)i * G::PITCH + 4 * wd);
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"((src & ~(uintptr_t)3) + 4 * wd));
+    float rc = 1.f, rs = 0.f;
+    if constexpr (QKV) {
+        /* This block's rows of Wq, Wk or Wv (contiguous, 16-byte aligned) and the RMSNorm
+         * weights, then the RoPE angle of its row (the position is known before the wait). */
+        const uint8_t *w = h < n_heads ? (const uint8_t *)qkv.wq + (size_t)h * HD * qkv_row_bytes
+                           : h < n_heads + n_kv_heads
+                               ? (const uint8_t *)qkv.wk + (size_t)(h - n_heads) * HD * qkv_row_bytes
+                               : (const uint8_t *)qkv.wv + (size_t)(h - n_heads - n_kv_heads) * HD * qkv_row_bytes;
+        for (int idx = threadIdx.x; idx < HD * qkv_row_bytes / 16; idx += blockDim.x) {
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(wsm + L.rows + 16 * idx);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(w + 16 * idx));
+        }
+        for (int idx = threadIdx.x; idx < n_out / 4; idx += blockDim.x) {
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(wsm + L.norm_w + 16 * idx);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(qkv.norm_w + 4 * idx));
+        }
+        const int r = threadIdx.x / G::TPR;
+        if (h < n_heads + n_kv_heads && r < qkv.n_rot) {
+            const int64_t pos = qkv.rope_pos + (dpos ? *dpos : 0);
+            const double theta = (double)pos * exp(-2.0 * (double)(r / 2) * rope_lb);
+            double sn, cs;
+            sincos(theta, &sn, &cs);
+            rc = (float)cs, rs = (float)sn;
+        }
     }
+    if constexpr (QKV) asm volatile("cp.async.commit_group;\n" ::);
+    if (head)
+        for (int idx = threadIdx.x; idx < n_out * G::WORDS; idx += blockDim.x) {
+            const int i = idx / G::WORDS, wd = idx - i * G::WORDS;
+            const uintptr_t src = (uintptr_t)(wo + (size_t)i * row_bytes + slice0);
+            if (4 * wd >= (int)(src & 3) + G::SLICE) continue; /* only words that hold slice bytes */
+            const unsigned dst = (unsigned)__cvta_generic_to_shared(wsm + (size_t)i * G::PITCH + 4 * wd);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"((src & ~(uintptr_t)3) + 4 * wd));
+        }
     asm volatile("cp.async.commit_group;\n" ::);
+    if (QKV && head) {
+        /* The earlier keys' k and v rows into L1 while the q/k/v stage runs (written by
+         * earlier steps, not by this launch; at most 32 KiB of each). */
+        const int64_t kv_dim = (int64_t)n_kv_heads * HD, kvh = h / (n_heads / n_kv_heads);
+        const int64_t old = min(pos_off + (dpos ? *dpos : 0), (int64_t)(32768 / (HD * 4)));
+        for (int64_t idx = threadIdx.x; idx < old * (HD / 32); idx += blockDim.x) {
+            const int64_t j = idx / (HD / 32), b = idx % (HD / 32);
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(kc + j * kv_dim + kvh * HD + 32 * b));
+            asm volatile("prefetch.global.L1 [%0];" ::"l"(vc + j * kv_dim + kvh * HD + 32 * b));
+        }
+    }
     pdl_wait();
     pdl_release();
     WK_TRACE_MARK(1);
-    attend_tiled<HD>(outd, qd, kc, vc, pos_off, n_heads, n_kv_heads, dpos, so);
-    WK_TRACE_MARK(2);
-    asm volatile("cp.async.wait_all;\n" ::);
-    __syncthreads();
-    WK_TRACE_MARK(3);
-    for (int i = threadIdx.x; i < n_out; i += blockDim.x) {
-        const int sh = (int)((uintptr_t)(wo + (size_t)i * row_bytes + slice0) & 3);
-        const uint8_t *row = wsm + (size_t)i * G::PITCH + sh;
-        /* Four sums, one per element of a step: chains a quarter as long (the products
-         * of a row were one chain of HD dependent multiply-adds). */
-        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    if constexpr (QKV)
+        qkv_stage<T, HD>(qkv, n_out, qkv_row_bytes, n_heads, n_kv_heads, qd, dpos, wsm + L.rows,
+                         reinterpret_cast<const float *>(wsm + L.norm_w), reinterpret_cast<float *>(wsm + L.xn), rc,
+                         rs, qs);
+    if (head) {
+        attend_tiled<HD>(outd, QKV ? qs : at<const float>(qd, dpos) + (int64_t)h * HD, kc, vc, pos_off, n_heads,
+                         n_kv_heads, dpos, so);
+        WK_TRACE_MARK(2);
+        asm volatile("cp.async.wait_all;\n" ::);
+        __syncthreads();
+        WK_TRACE_MARK(3);
+        for (int i = threadIdx.x; i < n_out; i += blockDim.x) {
+            const int sh = (int)((uintptr_t)(wo + (size_t)i * row_bytes + slice0) & 3);
+            const uint8_t *row = wsm + (size_t)i * G::PITCH + sh;
+            /* Four sums, one per element of a step: chains a quarter as long (the products
+             * of a row were one chain of HD dependent multiply-adds). */
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-        for (int u = 0; u < HD / 4; u++) {
-            const int e = col0 + 4 * u, o = e % T::QK;
-            uint32_t h01, h23;
-            float sc, ad;
-            T::step(row + (e / T::QK - col0 / T::QK) * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
-            const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
-            const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
-            acc[0] = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc[0]);
-            acc[1] = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc[1]);
-            acc[2] = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc[2]);
-            acc[3] = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc[3]);
+            for (int u = 0; u < HD / 4; u++) {
+                const int e = col0 + 4 * u, o = e % T::QK;
+                uint32_t h01, h23;
+                float sc, ad;
+                T::step(row + (e / T::QK - col0 / T::QK) * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
+                const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
+                const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
+                acc[0] = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc[0]);
+                acc[1] = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc[1]);
+                acc[2] = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc[2]);
+                acc[3] = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc[3]);
+            }
+            const float share = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+            if (parts) parts[(size_t)h * n_out + i] = share;
+            if (sum.out) send_share(inbox, i, n_out, share);
         }
-        const float share = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-        if (parts) parts[(size_t)h * n_out + i] = share;
-        if (sum.out) send_share(inbox, i, n_out, share);
     }
-    if (sum.out) add_shares(sum, inbox, n_out, dpos);
+    if (sum.out) add_shares(sum, inbox, n_out, n_heads, dpos);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
 }
 
-/* Shared memory the slices take, and the most the kernel is given. */
+/* The most shared memory the kernel is given. */
 constexpr size_t ATT_O_SMEM_MAX = 160 << 10;
-constexpr int ATT_O_MAX_HEADS = 16; /* blocks in one (non-portable) cluster on the H200 */
-template <class T, int HD> size_t att_o_smem(int64_t n_out)
-{
-    return (size_t)n_out * att_o_geom<T, HD>::PITCH + (size_t)(n_out + ATT_O_MAX_HEADS) * sizeof(float);
-}
 /* Lets the kernel take up to ATT_O_SMEM_MAX of dynamic shared memory and clusters of up to
  * 16 blocks (once per kernel; the first failure is kept). */
-template <class T, int HD> cudaError_t att_o_allow()
+template <class T, int HD, bool QKV> cudaError_t att_o_allow()
 {
     static const cudaError_t e = [] {
-        const cudaError_t a = cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+        const cudaError_t a = cudaFuncSetAttribute(attention_o_kernel<T, HD, QKV>,
                                                    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)ATT_O_SMEM_MAX);
         return a != cudaSuccess ? a
-                                : cudaFuncSetAttribute(attention_o_kernel<T, HD>,
+                                : cudaFuncSetAttribute(attention_o_kernel<T, HD, QKV>,
                                                        cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     }();
     return e;
 }
 
 typedef void (*att_o_fn)(wk_dptr, wk_dptr, const float *, const float *, int64_t, int, int, const int64_t *,
-                         const uint8_t *, int, int, float *, wk_cuda_o_sum);
+                         const uint8_t *, int, int, float *, wk_cuda_o_sum, wk_cuda_att_qkv, int, double);
 struct att_o_kernel {
     att_o_fn fn;
-    size_t smem;                /* for n_out rows */
+    size_t smem;                /* for n_out rows (and the q/k/v rows when asked) */
     cudaError_t (*allow)(void); /* its shared-memory limit raised */
+    int tpr;                    /* threads a q/k/v row */
 };
-template <class T> att_o_kernel att_o_for(int64_t hd, int64_t n_out)
+template <class T, int HD> att_o_kernel att_o_hd(int64_t n_out, int64_t qkv_rb)
 {
-    if (hd == 32) return {attention_o_kernel<T, 32>, att_o_smem<T, 32>(n_out), att_o_allow<T, 32>};
-    if (hd == 64) return {attention_o_kernel<T, 64>, att_o_smem<T, 64>(n_out), att_o_allow<T, 64>};
-    if (hd == 128) return {attention_o_kernel<T, 128>, att_o_smem<T, 128>(n_out), att_o_allow<T, 128>};
-    return {NULL, 0, NULL};
+    if (qkv_rb)
+        return {attention_o_kernel<T, HD, true>, att_o_layout_for<T, HD>(n_out, qkv_rb).total,
+                att_o_allow<T, HD, true>, att_o_geom<T, HD>::TPR};
+    return {attention_o_kernel<T, HD, false>, att_o_layout_for<T, HD>(n_out, 0).total, att_o_allow<T, HD, false>,
+            att_o_geom<T, HD>::TPR};
+}
+template <class T> att_o_kernel att_o_for(int64_t hd, int64_t n_out, int64_t qkv_rb)
+{
+    if (hd == 32) return att_o_hd<T, 32>(n_out, qkv_rb);
+    if (hd == 64) return att_o_hd<T, 64>(n_out, qkv_rb);
+    if (hd == 128) return att_o_hd<T, 128>(n_out, qkv_rb);
+    return {NULL, 0, NULL, 0};
 }
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
@@ -541,23 +687,23 @@ bool tiled_fits(wk_dptr q, const float *k_cache, const float *v_cache, int64_t n
 }
 
 /* The fused attention + output projection kernel for a weight type and head size. */
-att_o_kernel att_o_pick(wk_type t, int64_t hd, int64_t n_out)
+att_o_kernel att_o_pick(wk_type t, int64_t hd, int64_t n_out, int64_t qkv_rb = 0)
 {
     switch (t) {
-    case WK_TYPE_Q4_0: return att_o_for<wkq::q4_0>(hd, n_out);
-    case WK_TYPE_Q4_1: return att_o_for<wkq::q4_1>(hd, n_out);
-    case WK_TYPE_Q5_0: return att_o_for<wkq::q5_0>(hd, n_out);
-    case WK_TYPE_Q5_1: return att_o_for<wkq::q5_1>(hd, n_out);
-    case WK_TYPE_Q8_0: return att_o_for<wkq::q8_0>(hd, n_out);
-    case WK_TYPE_Q8_1: return att_o_for<wkq::q8_1>(hd, n_out);
-    case WK_TYPE_Q2_K: return att_o_for<wkq::q2_K>(hd, n_out);
-    case WK_TYPE_Q3_K: return att_o_for<wkq::q3_K>(hd, n_out);
-    case WK_TYPE_Q4_K: return att_o_for<wkq::q4_K>(hd, n_out);
-    case WK_TYPE_Q5_K: return att_o_for<wkq::q5_K>(hd, n_out);
-    case WK_TYPE_Q6_K: return att_o_for<wkq::q6_K>(hd, n_out);
-    case WK_TYPE_Q8_K: return att_o_for<wkq::q8_K>(hd, n_out);
-    case WK_TYPE_F16: return att_o_for<wkq::f16>(hd, n_out);
-    default: return {NULL, 0, NULL};
+    case WK_TYPE_Q4_0: return att_o_for<wkq::q4_0>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q4_1: return att_o_for<wkq::q4_1>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q5_0: return att_o_for<wkq::q5_0>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q5_1: return att_o_for<wkq::q5_1>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q8_0: return att_o_for<wkq::q8_0>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q8_1: return att_o_for<wkq::q8_1>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q2_K: return att_o_for<wkq::q2_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q3_K: return att_o_for<wkq::q3_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q4_K: return att_o_for<wkq::q4_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q5_K: return att_o_for<wkq::q5_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q6_K: return att_o_for<wkq::q6_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_Q8_K: return att_o_for<wkq::q8_K>(hd, n_out, qkv_rb);
+    case WK_TYPE_F16: return att_o_for<wkq::f16>(hd, n_out, qkv_rb);
+    default: return {NULL, 0, NULL, 0};
     }
 }
 
@@ -621,6 +767,51 @@ extern "C" bool wk_cuda_attention_o_fits(wk_type wtype, const void *w, int64_t n
            n_heads >= 1 && n_heads <= ATT_O_MAX_HEADS && tiled_fits(q, k_cache, v_cache, n_kv_heads, head_dim);
 }
 
+extern "C" bool wk_cuda_attention_qkv_o_fits(wk_type wtype, const void *wo, int64_t n_out, int64_t n_heads,
+                                             wk_dptr q, const float *k_cache, const float *v_cache,
+                                             int64_t n_kv_heads, int64_t head_dim, const wk_cuda_att_qkv *qkv)
+{
+    if (!qkv || !qkv->wq || !qkv->wk || !qkv->wv || !qkv->norm_w ||
+        !wk_cuda_attention_o_fits(wtype, wo, n_out, n_heads, q, k_cache, v_cache, n_kv_heads, head_dim))
+        return false;
+    const int64_t be = wk_cuda_block_elems(wtype), rb = wk_cuda_row_bytes(wtype, n_out);
+    const att_o_kernel k = att_o_pick(wtype, head_dim, n_out, rb);
+    const uintptr_t al = (uintptr_t)qkv->wq | (uintptr_t)qkv->wk | (uintptr_t)qkv->wv | (uintptr_t)qkv->norm_w;
+    return n_kv_heads >= 1 && n_heads % n_kv_heads == 0 && n_heads + 2 * n_kv_heads <= ATT_O_MAX_HEADS &&
+           be > 0 && n_out % be == 0 && n_out % 4 == 0 && rb > 0 && head_dim * rb % 16 == 0 && al % 16 == 0 &&
+           k.smem <= ATT_O_SMEM_MAX && qkv->n_rot >= 0 && qkv->n_rot <= head_dim && qkv->n_rot % 2 == 0;
+}
+
+/* One launch of attention_o_kernel: the heads' blocks and, with qkv, the k and v heads'. */
+static wk_status att_o_launch(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache, const float *v_cache,
+                              int64_t pos_off, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim,
+                              const int64_t *dpos, wk_type wtype, const void *w, int64_t n_out, float *parts,
+                              wk_cuda_o_sum sum, const wk_cuda_att_qkv *qkv)
+{
+    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
+        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld heads over %lld kv "
+                                       "heads", (long long)n_heads, (long long)n_kv_heads);
+    const int64_t rb = wk_cuda_row_bytes(wtype, n_heads * head_dim);
+    if (rb <= 0 || rb > INT32_MAX || (n_heads * head_dim) % wk_cuda_block_elems(wtype))
+        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld inputs do not fill "
+                                       "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
+    const int64_t qkv_rb = qkv ? wk_cuda_row_bytes(wtype, n_out) : 0;
+    const att_o_kernel k = att_o_pick(wtype, head_dim, n_out, qkv_rb);
+    WK_CU(k.allow());
+    wk_cuda_att_qkv args = {0};
+    double lb = 0.0;
+    if (qkv) {
+        args = *qkv;
+        lb = qkv->n_rot ? log((double)qkv->rope_base) / (double)qkv->n_rot : 0.0;
+    }
+    /* One cluster of all the blocks (add_shares). */
+    const unsigned blocks = (unsigned)(n_heads + (qkv ? 2 * n_kv_heads : 0));
+    return wk_launch_pdl_cluster("attention with the output projection", k.fn, dim3(blocks), dim3(ATT_WARPS * 32),
+                                 k.smem, c->stream, blocks, out, q, k_cache, v_cache, pos_off, (int)n_heads,
+                                 (int)n_kv_heads, dpos, (const uint8_t *)w, (int)n_out, (int)rb, parts, sum, args,
+                                 (int)qkv_rb, lb);
+}
+
 extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
                                          const float *v_cache, int64_t pos_off, int64_t n_heads,
                                          int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos,
@@ -632,20 +823,25 @@ extern "C" wk_status wk_cuda_attention_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q,
                                            "head size %lld, %lld heads, %lld outputs or the rows' alignment",
                        wk_traits(wtype) ? wk_traits(wtype)->name : "(unknown)", (long long)head_dim,
                        (long long)n_heads, (long long)n_out);
-    if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
-        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld heads over %lld kv "
-                                       "heads", (long long)n_heads, (long long)n_kv_heads);
-    const int64_t rb = wk_cuda_row_bytes(wtype, n_heads * head_dim);
-    if (rb <= 0 || rb > INT32_MAX || (n_heads * head_dim) % wk_cuda_block_elems(wtype))
-        return wk_fail(WK_ERR_INVALID, "CUDA attention with the output projection: %lld inputs do not fill "
-                                       "%s blocks", (long long)(n_heads * head_dim), wk_traits(wtype)->name);
-    const att_o_kernel k = att_o_pick(wtype, head_dim, n_out);
-    WK_CU(k.allow());
-    /* One cluster of all the heads' blocks (add_shares). */
-    return wk_launch_pdl_cluster("attention with the output projection", k.fn, dim3((unsigned)n_heads),
-                                 dim3(ATT_WARPS * 32), k.smem, c->stream, (unsigned)n_heads, out, q, k_cache,
-                                 v_cache, pos_off, (int)n_heads, (int)n_kv_heads, dpos, (const uint8_t *)w,
-                                 (int)n_out, (int)rb, parts, sum);
+    return att_o_launch(c, out, q, k_cache, v_cache, pos_off, n_heads, n_kv_heads, head_dim, dpos, wtype, w, n_out,
+                        parts, sum, NULL);
+}
+
+extern "C" wk_status wk_cuda_attention_qkv_o(wk_cuda_ctx *c, wk_dptr out, wk_dptr q, const float *k_cache,
+                                             const float *v_cache, int64_t pos_off, int64_t n_heads,
+                                             int64_t n_kv_heads, int64_t head_dim, const int64_t *dpos,
+                                             wk_type wtype, const void *wo, int64_t n_out, wk_cuda_o_sum sum,
+                                             const wk_cuda_att_qkv *qkv)
+{
+    if (n_out <= 0 || n_out > INT32_MAX || !sum.out ||
+        !wk_cuda_attention_qkv_o_fits(wtype, wo, n_out, n_heads, q, k_cache, v_cache, n_kv_heads, head_dim, qkv))
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA attention with the q/k/v and output projections: weight type "
+                                           "%s, head size %lld, %lld + 2 x %lld heads, %lld inputs, the rotated "
+                                           "dims, no sum, or the weights' alignment",
+                       wk_traits(wtype) ? wk_traits(wtype)->name : "(unknown)", (long long)head_dim,
+                       (long long)n_heads, (long long)n_kv_heads, (long long)n_out);
+    return att_o_launch(c, out, q, k_cache, v_cache, pos_off, n_heads, n_kv_heads, head_dim, dpos, wtype, wo, n_out,
+                        NULL, sum, qkv);
 }
 
 extern "C" wk_status wk_cuda_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t n,
