@@ -224,6 +224,31 @@ WK_INLINE void wk_q2z_quad_codes(__m512i a, __m512i b, __m512i q[8])
     q[6] = _mm512_and_si512(a4, mc), q[7] = _mm512_and_si512(b4, mc);
 }
 
+/* p, as a pointer the compiler cannot see through: bytes stored at p are then read back from
+ * memory (a zero-extension from memory is one operation; GCC otherwise keeps the stored
+ * registers and extracts their 128-bit lanes, one more operation each). */
+WK_INLINE const uint8_t *wk_opaque(const uint8_t *p)
+{
+    __asm__("" : "+r"(p));
+    return p;
+}
+
+/* The 4-bit scales of a Q2_Kx8 super-block's groups at b0 and b1 (b1 == b0: one) as bytes, in
+ * sc[16 g .. 16 g + 15] for group g (b0's 8 columns, then b1's): per super-block 4 shuffles and 4
+ * masks, where each group's scales took a shuffle and a mask. */
+WK_INLINE void wk_q2z_pair_scales(const uint8_t *b0, const uint8_t *b1, uint8_t *sc)
+{
+    const __m512i m15 = _mm512_set1_epi8(15);
+    /* qword i of b0's and b1's 64 bytes: groups 8h + i; interleaved, groups 8h..8h+3, 8h+4..8h+7 */
+    const __m512i lo = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), hi = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+    for (int h = 0; h < 2; h++) {
+        const __m512i a = _mm512_loadu_si512((const void *)(b0 + 32 + 64 * h));
+        const __m512i c = _mm512_loadu_si512((const void *)(b1 + 32 + 64 * h));
+        _mm512_store_si512((void *)(sc + 128 * h), _mm512_and_si512(_mm512_permutex2var_epi64(a, lo, c), m15));
+        _mm512_store_si512((void *)(sc + 128 * h + 64), _mm512_and_si512(_mm512_permutex2var_epi64(a, hi, c), m15));
+    }
+}
+
 /* The end of a K-type pair block with mins (Q2_K, Q4_K): a row's 4 chains of sums and its
  * min sums, each register split into the two groups' halves, through the float step. */
 WK_INLINE void wk_pair_acc_q8_K_min(const int R, const uint8_t *b0, const uint8_t *b1,
@@ -244,7 +269,6 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
     (void)nb, (void)aux, (void)ahead;
-    const __m512i m15 = _mm512_set1_epi32(15);
     /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                             4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
@@ -256,18 +280,16 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
         msum[r] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
+    _Alignas(64) uint8_t sc[256];
+    wk_q2z_pair_scales(b0, b1, sc);
+    const uint8_t *scp = wk_opaque(sc);
     for (int j = 0; j < 4; j++)
         for (int h = 0; h < 2; h++) { /* groups 4j + h and, its codes times 4, 4j + 2 + h */
             __m512i q[8];
             wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
                               wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
             __m512i scv[2];
-            for (int e = 0; e < 2; e++) {
-                const int g = 4 * j + 2 * e + h;
-                __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 32 + 8 * g)),
-                                                _mm_loadl_epi64((const __m128i *)(b1 + 32 + 8 * g)));
-                scv[e] = _mm512_and_si512(_mm512_cvtepu8_epi32(s8), m15);
-            }
+            for (int e = 0; e < 2; e++) scv[e] = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(scp + 16 * (4 * j + 2 * e + h))));
             for (int e = 0; e < 2; e++)
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 16 * (4 * j + 2 * e + h);
