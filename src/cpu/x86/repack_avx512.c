@@ -206,10 +206,11 @@ static void wk_vnni_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w
     wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
-/* ---- Q2_Kx8 in 512-bit registers, two column groups per register (as Q6_K above): per
- * group one load of each stream, 3 shifts and 4 masks for its 4 steps, the scales by one
- * widening; per row 4 dpbusd on embedded broadcasts and a dpwssd. The mins meet the block
- * sums once per super-block, as in the 256-bit tile. ---- */
+/* ---- Q2_Kx8 in 512-bit registers, two column groups per register (as Q6_K above): per two
+ * groups of a quad (repack.h) two loads of each stream, 2 shifts and 8 masks for their 8 steps,
+ * the scales of the super-block made once; per row and group 4 dpbusd on embedded broadcasts
+ * and a dpwssd, the groups whose codes come times 4 in chains of their own. The mins meet the
+ * block sums once per super-block, as in the 256-bit tile. ---- */
 /* The steps of two groups from the 64 bytes of steps 0, 2 (a) and of steps 1, 3 (b) of a
  * Q2_Kx8 quad (repack.h), one 16-bit shift each: q[0..3] the steps of the group at bits
  * 0-1 and 4-5 (codes 0..3), q[4..7] those of the group at bits 2-3 and 6-7, times 4 (its
@@ -353,7 +354,7 @@ WK_INLINE void wk_q2z_decode(const uint8_t *b0, const uint8_t *b1, wk_q2z_unit *
     u->d = wk_load_f16x16(b0, b1);
     u->dmin = wk_load_f16x16(b0 + 16, b1 + 16);
     for (int j = 0; j < 4; j++)
-        for (int h = 0; h < 2; h++) {
+        for (int h = 0; h < 2; h++) { /* groups 4j + h and 4j + 2 + h (its codes times 4: shifted back) */
             __m512i q[8];
             wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
                               wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
@@ -477,7 +478,8 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
 }
 
 /* ---- Q2_Kx8 at one row: a register holds two consecutive 16-element groups of one column
- * group (one 64-byte load of one stream, no insert), so the activations of its halves differ:
+ * group (the two 64-byte loads of a quad, one 16-bit shift each and 8 masks give the steps of
+ * two such pairs, the second times 4), so the activations of its halves differ:
  * they come from a per-call table of the row's 4-byte words, a 64-byte pattern per pair of
  * groups and step (low half: group 2j's word 8 times, high half: group 2j + 1's), a dpbusd
  * operand from memory. The scales of both groups are one zero-extension of 16 contiguous bytes;
@@ -517,10 +519,8 @@ static void wk_q2r1_prepare(const wk_block_q8_K *xb, int64_t sb, wk_q2r1_act *a)
     }
 }
 
-WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
-                                  int64_t nb, const void *aux, __m256 *acc)
+WK_INLINE void wk_vnni_q2r1_block(const uint8_t *blk, const char *x, int64_t b, const void *aux, __m256 *acc)
 {
-    (void)R, (void)xs, (void)nb;
     const wk_q2r1_act *a = aux;
     const __m512i m15 = _mm512_set1_epi32(15);
     /* column c's bytes of two consecutive groups as an int16 pair (in each 128-bit lane) */
@@ -567,9 +567,8 @@ WK_INLINE void wk_vnni_q2r1_block(const int R, const uint8_t *blk, const char *x
             const size_t ahead = wk_stream_ahead(a->span_start + b, a->nb, S, gs, 8 * sizeof(wk_block_q2_K)); \
             for (int q = 0; q < S; q++) {                                                          \
                 const uint8_t *blk = w + q * gs + b * 8 * sizeof(wk_block_q2_K);                   \
-                for (size_t off = 0; off < 8 * sizeof(wk_block_q2_K); off += 64)                   \
-                    _mm_prefetch((const char *)blk + ahead + off, _MM_HINT_T0);                    \
-                wk_vnni_q2r1_block(1, blk, x, xs, b, nb, aux, acc[q]);                             \
+                wk_prefetch_pair_slice(blk, blk, 8 * sizeof(wk_block_q2_K), ahead, 0, 1);          \
+                wk_vnni_q2r1_block(blk, x, b, aux, acc[q]);                                        \
             }                                                                                      \
         }                                                                                          \
         for (int q = 0; q < S; q++) _mm256_storeu_ps(y + 8 * q, acc[q][0]);                        \
