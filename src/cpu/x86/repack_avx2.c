@@ -243,14 +243,32 @@ static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size
  * one broadcast, one maddubs, one 16-bit add, and one madd per group with its scales. The
  * mins meet the activation's block sums once per super-block (their pairs expanded once
  * for the tile's rows). Integer sums and float steps are those of the many-row kernel. */
-WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
-                               int64_t nb, const void *aux, __m256 *acc)
+/* The rows' integer sums of group g (its 4 steps q) times its scales: isum[r] +=. */
+WK_INLINE void wk_q2_Kx8_group_rows(const int R, const __m256i q[4], const uint8_t *scb, int g,
+                                    const wk_block_q8_K *const *xb, __m256i *isum)
 {
-    (void)nb, (void)aux;
     const __m256i m15 = _mm256_set1_epi16(15);
     /* column c's byte as int16, twice (lane 0: columns 0-3, lane 1: 4-7) */
     const __m256i dup = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,
                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    int64_t sv;
+    memcpy(&sv, scb + 8 * g, 8);
+    __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
+    for (int r = 0; r < R; r++) {
+        const int8_t *xq = xb[r]->qs + 16 * g;
+        __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
+        for (int t = 1; t < 4; t++) {
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
+            WK_KEEP(p);
+        }
+        isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+    }
+}
+
+WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
     /* column c's bytes of two consecutive groups as an int16 pair */
     const __m256i pairs = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                            4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
@@ -258,22 +276,13 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     const wk_block_q8_K *xb[4];
     __m256i isum[4];
     wk_q8_K_rows(R, x, xs, b, xb, isum);
-    for (int g = 0; g < 16; g++) {
-        __m256i q[4];
-        wk_q2x8_group(blk, g, q);
-        int64_t sv;
-        memcpy(&sv, scb + 8 * g, 8);
-        __m256i scv = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi64x(sv), dup), m15);
-        for (int r = 0; r < R; r++) {
-            const int8_t *xq = xb[r]->qs + 16 * g;
-            __m256i p = _mm256_maddubs_epi16(q[0], wk_bcast4(xq));
-            for (int t = 1; t < 4; t++) {
-                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[t], wk_bcast4(xq + 4 * t)));
-                WK_KEEP(p);
-            }
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) { /* groups 4j + h and 4j + 2 + h share their loads */
+            __m256i qa[4], qb[4];
+            wk_q2x8_groups(blk, j, h, qa, qb);
+            wk_q2_Kx8_group_rows(R, qa, scb, 4 * j + h, xb, isum);
+            wk_q2_Kx8_group_rows(R, qb, scb, 4 * j + 2 + h, xb, isum);
         }
-    }
     __m256i mn[8];
     for (int q = 0; q < 8; q++) {
         mn[q] = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(scb + 16 * q)));

@@ -198,7 +198,8 @@ WK_INLINE void wk_decode_k(const int kind, const uint8_t *blk, wk_unit *u)
         for (int g = 0; g < 16; g++) u->sc[g] = wk_dup8_u8(sc + 8 * g);
         for (int q = 0; q < 8; q++) u->mn[q] = wk_pairs_u8(mn + 16 * q, mn + 16 * q + 8);
         /* the 4 steps of each group, codes 0..3 */
-        for (int g = 0; g < 16; g++) wk_q2x8_group(blk, g, &u->q[4 * g]);
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++) wk_q2x8_groups(blk, j, h, &u->q[4 * (4 * j + h)], &u->q[4 * (4 * j + 2 + h)]);
     }
 }
 
