@@ -341,6 +341,23 @@ template <class T, int HD> struct att_o_geom {
     static constexpr int TPR = ATT_WARPS * 32 / HD;
 };
 
+/* acc[i] += w[i] * x[i] for the four weights of one step of a staged row (blk: their block,
+ * o: the first one's offset in it), each decoded exactly by the format's step function. */
+template <class T>
+__device__ __forceinline__ void step_fma4(const uint8_t *blk, int o, float x0, float x1, float x2, float x3,
+                                          float (&acc)[4])
+{
+    uint32_t h01, h23;
+    float sc, ad;
+    T::step(blk, o / 16, (o % 16) / 4, h01, h23, sc, ad);
+    const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
+    const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
+    acc[0] = fmaf(fmaf(sc, a.x, ad), x0, acc[0]);
+    acc[1] = fmaf(fmaf(sc, a.y, ad), x1, acc[1]);
+    acc[2] = fmaf(fmaf(sc, b.x, ad), x2, acc[2]);
+    acc[3] = fmaf(fmaf(sc, b.y, ad), x3, acc[3]);
+}
+
 /* Shared memory of an attention_o launch: the head's slices of the n_out rows of the
  * output projection, the inbox, and with the q/k/v projections (dim = n_out inputs) the
  * block's HD rows of them (16-byte aligned), the RMSNorm weights and the normalized row. */
@@ -392,17 +409,9 @@ __device__ __forceinline__ void qkv_stage(const wk_cuda_att_qkv &qkv, int n_out,
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll 2
     for (int u = part; u < n_out / 4; u += G::TPR) {
-        const int e = 4 * u, o = e % T::QK;
-        uint32_t h01, h23;
-        float sc, ad;
-        T::step(row + e / T::QK * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
-        const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
-        const float2 c = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
+        const int e = 4 * u;
         const float4 xv = *reinterpret_cast<const float4 *>(xn + e);
-        acc[0] = fmaf(fmaf(sc, a.x, ad), xv.x, acc[0]);
-        acc[1] = fmaf(fmaf(sc, a.y, ad), xv.y, acc[1]);
-        acc[2] = fmaf(fmaf(sc, c.x, ad), xv.z, acc[2]);
-        acc[3] = fmaf(fmaf(sc, c.y, ad), xv.w, acc[3]);
+        step_fma4<T>(row + e / T::QK * T::BYTES, e % T::QK, xv.x, xv.y, xv.z, xv.w, acc);
     }
     float v = (acc[0] + acc[1]) + (acc[2] + acc[3]);
 #pragma unroll
@@ -426,16 +435,17 @@ __device__ __forceinline__ void qkv_stage(const wk_cuda_att_qkv &qkv, int n_out,
     cooperative_groups::this_cluster().sync();
 }
 
-/* QKV: with the q/k/v stage (a kernel of its own: in one kernel with a run-time switch the
- * plain launch took about 0.2 us longer a layer). The heads' blocks read the position's
- * cache rows that other blocks of the launch write only after the cluster barrier, and
- * never had them in L1 (the prefetch stops before them): they come from L2, written. */
+/* QKV: with the q/k/v stage (a kernel of its own: with a run-time switch in one kernel the
+ * plain launch took about 0.2 us longer a layer). The position's cache rows, which other
+ * blocks of the launch write, are read by the heads' blocks only after the cluster
+ * barrier and were never in their L1 (the prefetch stops before them), so the read-only
+ * path still finds them written, in L2. */
 template <class T, int HD, bool QKV>
 __global__ void __launch_bounds__(ATT_WARPS * 32)
-    attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc, int64_t pos_off, int n_heads,
-                       int n_kv_heads, const int64_t *dpos, const uint8_t *__restrict__ wo, int n_out,
-                       int row_bytes, float *__restrict__ parts, wk_cuda_o_sum sum, wk_cuda_att_qkv qkv,
-                       int qkv_row_bytes, double rope_lb)
+    attention_o_kernel(wk_dptr outd, wk_dptr qd, const float *__restrict__ kc, const float *__restrict__ vc,
+                       int64_t pos_off, int n_heads, int n_kv_heads, const int64_t *dpos,
+                       const uint8_t *__restrict__ wo, int n_out, int row_bytes, float *__restrict__ parts,
+                       wk_cuda_o_sum sum, wk_cuda_att_qkv qkv, int qkv_row_bytes, double rope_lb)
 {
     WK_TRACE_BEGIN(ops_ring, -1, 2)
     using G = att_o_geom<T, HD>;
@@ -515,16 +525,9 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
             float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
             for (int u = 0; u < HD / 4; u++) {
-                const int e = col0 + 4 * u, o = e % T::QK;
-                uint32_t h01, h23;
-                float sc, ad;
-                T::step(row + (e / T::QK - col0 / T::QK) * T::BYTES, o / 16, (o % 16) / 4, h01, h23, sc, ad);
-                const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h01));
-                const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h23));
-                acc[0] = fmaf(fmaf(sc, a.x, ad), so[4 * u], acc[0]);
-                acc[1] = fmaf(fmaf(sc, a.y, ad), so[4 * u + 1], acc[1]);
-                acc[2] = fmaf(fmaf(sc, b.x, ad), so[4 * u + 2], acc[2]);
-                acc[3] = fmaf(fmaf(sc, b.y, ad), so[4 * u + 3], acc[3]);
+                const int e = col0 + 4 * u;
+                step_fma4<T>(row + (e / T::QK - col0 / T::QK) * T::BYTES, e % T::QK, so[4 * u], so[4 * u + 1],
+                             so[4 * u + 2], so[4 * u + 3], acc);
             }
             const float share = (acc[0] + acc[1]) + (acc[2] + acc[3]);
             if (parts) parts[(size_t)h * n_out + i] = share;
@@ -558,22 +561,20 @@ struct att_o_kernel {
     att_o_fn fn;
     size_t smem;                /* for n_out rows (and the q/k/v rows when asked) */
     cudaError_t (*allow)(void); /* its shared-memory limit raised */
-    int tpr;                    /* threads a q/k/v row */
 };
 template <class T, int HD> att_o_kernel att_o_hd(int64_t n_out, int64_t qkv_rb)
 {
     if (qkv_rb)
         return {attention_o_kernel<T, HD, true>, att_o_layout_for<T, HD>(n_out, qkv_rb).total,
-                att_o_allow<T, HD, true>, att_o_geom<T, HD>::TPR};
-    return {attention_o_kernel<T, HD, false>, att_o_layout_for<T, HD>(n_out, 0).total, att_o_allow<T, HD, false>,
-            att_o_geom<T, HD>::TPR};
+                att_o_allow<T, HD, true>};
+    return {attention_o_kernel<T, HD, false>, att_o_layout_for<T, HD>(n_out, 0).total, att_o_allow<T, HD, false>};
 }
 template <class T> att_o_kernel att_o_for(int64_t hd, int64_t n_out, int64_t qkv_rb)
 {
     if (hd == 32) return att_o_hd<T, 32>(n_out, qkv_rb);
     if (hd == 64) return att_o_hd<T, 64>(n_out, qkv_rb);
     if (hd == 128) return att_o_hd<T, 128>(n_out, qkv_rb);
-    return {NULL, 0, NULL, 0};
+    return {NULL, 0, NULL};
 }
 
 __global__ void silu_mul_kernel(wk_dptr gd, wk_dptr ud, int64_t n, const int64_t *dpos)
@@ -703,7 +704,7 @@ att_o_kernel att_o_pick(wk_type t, int64_t hd, int64_t n_out, int64_t qkv_rb = 0
     case WK_TYPE_Q6_K: return att_o_for<wkq::q6_K>(hd, n_out, qkv_rb);
     case WK_TYPE_Q8_K: return att_o_for<wkq::q8_K>(hd, n_out, qkv_rb);
     case WK_TYPE_F16: return att_o_for<wkq::f16>(hd, n_out, qkv_rb);
-    default: return {NULL, 0, NULL, 0};
+    default: return {NULL, 0, NULL};
     }
 }
 
