@@ -90,6 +90,20 @@ static void run(wk_cuda_ctx *c, int64_t hd, int64_t n_heads, int64_t n_kv, int64
     wk_cuda_free(dq), wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dout), wk_cuda_free(dpos);
 }
 
+/* A random matrix [rows, cols] of type t: its bytes on the device and the exact values it
+ * holds (dequantized) in wf. */
+static void *rand_weight(const wk_type_traits *tr, int64_t rows, int64_t cols, float *wf)
+{
+    const size_t bytes = (size_t)(rows * cols / tr->block_size) * tr->block_bytes;
+    void *wq = malloc(bytes);
+    for (int64_t i = 0; i < rows * cols; i++) wf[i] = (float)(urand() * (1.0 + (i % 7 == 0)));
+    tr->from_f32(wf, wq, rows * cols);
+    tr->to_f32(wq, wf, rows * cols);
+    void *dw = dev_copy(wq, bytes);
+    free(wq);
+    return dw;
+}
+
 /* The attention of one row with each head's share of the output projection W [n_out,
  * n_heads hd] of type t (wk_cuda_attention_o): the attention output as above, and parts[h]
  * [i] = W[i, h hd ..) · out_h against float64 (W dequantized, out_h the float64
@@ -100,26 +114,21 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
                   int64_t n_out, bool use_dpos)
 {
     const wk_type_traits *tr = wk_traits(t);
-    const int64_t kv_dim = n_kv * hd, qdim = n_heads * hd, qk = tr->block_size;
+    const int64_t kv_dim = n_kv * hd, qdim = n_heads * hd;
     const int64_t step = use_dpos ? n_keys - 1 : 0, pos_off = use_dpos ? 0 : n_keys - 1;
     const int64_t slots = use_dpos ? step + 1 : 1;
     float *q = malloc(sizeof(float) * (size_t)(slots * qdim));
     float *kc = malloc(sizeof(float) * (size_t)(n_keys * kv_dim));
     float *vc = malloc(sizeof(float) * (size_t)(n_keys * kv_dim));
     float *wf = malloc(sizeof(float) * (size_t)(n_out * qdim));
-    const size_t wbytes = (size_t)(n_out * qdim / qk) * tr->block_bytes;
-    void *wq = malloc(wbytes);
     for (int64_t i = 0; i < slots * qdim; i++) q[i] = 2.f * (float)urand();
     for (int64_t i = 0; i < n_keys * kv_dim; i++) kc[i] = (float)urand(), vc[i] = (float)urand();
-    for (int64_t i = 0; i < n_out * qdim; i++) wf[i] = (float)(urand() * (1.0 + (i % 7 == 0)));
-    tr->from_f32(wf, wq, n_out * qdim);
-    tr->to_f32(wq, wf, n_out * qdim);
     float *poison = malloc(sizeof(float) * (size_t)((n_heads + 1) * n_out + slots * qdim));
     for (int64_t i = 0; i < (n_heads + 1) * n_out + slots * qdim; i++) poison[i] = NAN;
     float *dq = dev_copy(q, sizeof(float) * (size_t)(slots * qdim));
     float *dk = dev_copy(kc, sizeof(float) * (size_t)(n_keys * kv_dim));
     float *dv = dev_copy(vc, sizeof(float) * (size_t)(n_keys * kv_dim));
-    void *dw = dev_copy(wq, wbytes);
+    void *dw = rand_weight(tr, n_out, qdim, wf);
     float *dout = dev_copy(poison, sizeof(float) * (size_t)(slots * qdim));
     float *dparts = dev_copy(poison, sizeof(float) * (size_t)(n_heads * n_out));
     float *resid = malloc(sizeof(float) * (size_t)(slots * n_out));
@@ -183,24 +192,10 @@ static void run_o(wk_cuda_ctx *c, wk_type t, int64_t hd, int64_t n_heads, int64_
               tr->name, (long long)hd, (long long)n_heads, (long long)n_kv, (long long)n_keys, (long long)n_out,
               use_dpos ? ", position on the device" : "", worst_att, worst);
     free(s), free(o), free(out), free(parts), free(poison);
-    free(q), free(kc), free(vc), free(wf), free(wq);
+    free(q), free(kc), free(vc), free(wf);
     wk_cuda_free(dq), wk_cuda_free(dk), wk_cuda_free(dv), wk_cuda_free(dw), wk_cuda_free(dout);
     wk_cuda_free(dparts), wk_cuda_free(dpos), wk_cuda_free(dresid), wk_cuda_free(dsum);
     free(resid), free(sum_got), free(sum_first);
-}
-
-/* A random matrix [rows, cols] of type t: its bytes on the device and the exact values it
- * holds (dequantized) in wf. */
-static void *rand_weight(const wk_type_traits *tr, int64_t rows, int64_t cols, float *wf)
-{
-    const size_t bytes = (size_t)(rows * cols / tr->block_size) * tr->block_bytes;
-    void *wq = malloc(bytes);
-    for (int64_t i = 0; i < rows * cols; i++) wf[i] = (float)(urand() * (1.0 + (i % 7 == 0)));
-    tr->from_f32(wf, wq, rows * cols);
-    tr->to_f32(wq, wf, rows * cols);
-    void *dw = dev_copy(wq, bytes);
-    free(wq);
-    return dw;
 }
 
 /* y[i] = W[i, :] · x in float64, and mag[i] = sum |W[i, j] x[j]| (the scale of its rounding). */

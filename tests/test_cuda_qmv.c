@@ -37,15 +37,6 @@ static void *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
     return d;
 }
 
-static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum,
-                  const int64_t ns[3]);
-/* Outputs of 40, 24 and 17 rows (tails of 8, 8 and 1). */
-static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
-{
-    static const int64_t ns[3] = {40, 24, 17};
-    run_n(c, t, k, m, src, from_sum, ns);
-}
-
 static const char *src_name(wk_qmv_src s)
 {
     return s == WK_QMV_INPUT ? "input" : s == WK_QMV_RMSNORM ? "rmsnorm" : "silu_mul";
@@ -233,6 +224,13 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
     free(v);
     free(acc0);
     free(poison);
+}
+
+/* Outputs of 40, 24 and 17 rows (tails of 8, 8 and 1). */
+static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
+{
+    static const int64_t ns[3] = {40, 24, 17};
+    run_n(c, t, k, m, src, from_sum, ns);
 }
 
 static void test_rejections(wk_cuda_ctx *c)

@@ -358,7 +358,6 @@ static bool plan_lazy_o(const rec *l, int n, int a, int64_t P, const int64_t *dp
     return true;
 }
 
-
 /* Is there room for the sum of residual and output projection after attention record a
  * (one row of the projection's n_out)? Grown only outside capture (may_grow): a captured
  * graph keeps the address it saw. */
@@ -439,25 +438,19 @@ static wk_status run_list(wk_engine *e, const rec *l, int n, int64_t P, const in
         wk_status st = WK_OK;
         lazy_o z;
         wk_cuda_att_qkv qkv;
-        int at;
-        if (r->op == OP_RMSNORM && plan_qkv(e, l, n, i, P, dpos, &z, &qkv, &at)) {
+        int at = i; /* the attention record */
+        const bool with_qkv = r->op == OP_RMSNORM && plan_qkv(e, l, n, i, P, dpos, &z, &qkv, &at);
+        if (with_qkv || (r->op == OP_ATTENTION && r->i[0] == 1 && o_sum_for(e, b, l, n, i, !dpos) &&
+                         plan_lazy_o(l, n, i, P, dpos, b->o_sum, b->o_sum_floats, &z))) {
             const rec *ar = &l[at];
             wk_dptr aa[REC_PTRS];
             rec_addrs(ar, P, dpos, aa);
-            st = wk_cuda_attention_qkv_o(c, aa[0], aa[1], (const float *)ar->p[2], (const float *)ar->p[3],
-                                         dpos ? ar->pos - P : ar->pos, ar->i[1], ar->i[2], ar->i[3], dpos, z.wtype,
-                                         z.w, z.n_out, z.sum, &qkv);
-            if (!st) st = wk_cuda_qmv(c, &z.norm);
-            if (!st) st = wk_cuda_qmv(c, &z.down);
-            if (st) return st;
-            i = z.end - 1;
-            continue;
-        }
-        if (r->op == OP_ATTENTION && r->i[0] == 1 && o_sum_for(e, b, l, n, i, !dpos) &&
-            plan_lazy_o(l, n, i, P, dpos, b->o_sum, b->o_sum_floats, &z)) {
-            st = wk_cuda_attention_o(c, a[0], a[1], (const float *)r->p[2], (const float *)r->p[3],
-                                     dpos ? r->pos - P : r->pos, r->i[1], r->i[2], r->i[3], dpos, z.wtype, z.w,
-                                     z.n_out, NULL, z.sum);
+            const int64_t pos = dpos ? ar->pos - P : ar->pos;
+            const float *kc = (const float *)ar->p[2], *vc = (const float *)ar->p[3];
+            st = with_qkv ? wk_cuda_attention_qkv_o(c, aa[0], aa[1], kc, vc, pos, ar->i[1], ar->i[2], ar->i[3], dpos,
+                                                    z.wtype, z.w, z.n_out, z.sum, &qkv)
+                          : wk_cuda_attention_o(c, aa[0], aa[1], kc, vc, pos, ar->i[1], ar->i[2], ar->i[3], dpos,
+                                                z.wtype, z.w, z.n_out, NULL, z.sum);
             if (!st) st = wk_cuda_qmv(c, &z.norm);
             if (!st) st = wk_cuda_qmv(c, &z.down);
             if (st) return st;

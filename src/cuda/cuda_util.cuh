@@ -71,6 +71,22 @@ __device__ __forceinline__ void pdl_release()
 
 bool wk_cuda_pdl_enabled(void);
 
+/* RoPE, as on the CPU: the angle of pair p (dims 2p, 2p + 1) at position pos is
+ * pos * base^(-2p / n_rot), in double (lb = log(base) / n_rot); rope_rotate gives the new
+ * value of a pair's element v (odd: the second) from its partner's. Every kernel that
+ * rotates uses these, so that their results agree bit for bit. */
+__device__ __forceinline__ void rope_angle(int64_t pos, int p, double lb, float &c, float &s)
+{
+    const double theta = (double)pos * exp(-2.0 * (double)p * lb);
+    double sn, cs;
+    sincos(theta, &sn, &cs);
+    c = (float)cs, s = (float)sn;
+}
+__device__ __forceinline__ float rope_rotate(float v, float other, bool odd, float c, float s)
+{
+    return odd ? other * s + v * c : v * c - other * s;
+}
+
 /* A measuring switch from the environment: its value as a number, dflt when unset or
  * empty, 0 for a negative one. Callers read it once (a static). */
 static inline long wk_env_long(const char *name, long dflt)

@@ -73,14 +73,12 @@ __global__ void rope_kernel(wk_dptr xd, int rows, int n_heads, int head_dim, int
     int64_t rh = i / half;
     int r = (int)(rh / n_heads);
     int64_t pos = pos_off + (dpos ? *dpos : 0) + r;
-    double theta = (double)pos * exp(-2.0 * (double)p * log_base_over_rot);
-    double sn, cs;
-    sincos(theta, &sn, &cs);
-    float c = (float)cs, s = (float)sn;
+    float c, s;
+    rope_angle(pos, p, log_base_over_rot, c, s);
     float *v = at<float>(xd, dpos) + rh * head_dim + 2 * p;
-    float a = v[0], b = v[1];
-    v[0] = a * c - b * s;
-    v[1] = a * s + b * c;
+    const float a = v[0], b = v[1];
+    v[0] = rope_rotate(a, b, false, c, s);
+    v[1] = rope_rotate(b, a, true, c, s);
 }
 
 /* One block of ATT_WARPS warps per (head, row); each warp runs an online softmax over
@@ -420,7 +418,7 @@ __device__ __forceinline__ void qkv_stage(const wk_cuda_att_qkv &qkv, int n_out,
         /* Pair (2p, 2p + 1) is rows r and r ^ 1: lanes TPR apart. Past the rotated dims
          * rc = 1, rs = 0. */
         const float other = __shfl_xor_sync(0xffffffffu, v, G::TPR);
-        v = (r & 1) ? other * rs + v * rc : v * rc - other * rs;
+        v = rope_rotate(v, other, r & 1, rc, rs);
     }
     if (part == 0) {
         if (b < n_heads) {
@@ -474,13 +472,8 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(qkv.norm_w + 4 * idx));
         }
         const int r = threadIdx.x / G::TPR;
-        if (h < n_heads + n_kv_heads && r < qkv.n_rot) {
-            const int64_t pos = qkv.rope_pos + (dpos ? *dpos : 0);
-            const double theta = (double)pos * exp(-2.0 * (double)(r / 2) * rope_lb);
-            double sn, cs;
-            sincos(theta, &sn, &cs);
-            rc = (float)cs, rs = (float)sn;
-        }
+        if (h < n_heads + n_kv_heads && r < qkv.n_rot)
+            rope_angle(qkv.rope_pos + (dpos ? *dpos : 0), r / 2, rope_lb, rc, rs);
     }
     if constexpr (QKV) asm volatile("cp.async.commit_group;\n" ::);
     if (head)

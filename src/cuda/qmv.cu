@@ -435,13 +435,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         for (int h = 0; h < 2; h++) {
             rcos[j][h] = 1.f, rsin[j][h] = 0.f;
             const int d = od.rope_hd ? (n0 + g + 8 * h) % od.rope_hd : 0;
-            if (j < NX && od.rope_hd && d < od.rope_rot) {
-                const int64_t pos = od.rope_pos + step + 4 * j + t;
-                const double theta = (double)pos * exp(-2.0 * (double)(d / 2) * od.rope_lb);
-                double sn, cs;
-                sincos(theta, &sn, &cs);
-                rcos[j][h] = (float)cs, rsin[j][h] = (float)sn;
-            }
+            if (j < NX && od.rope_hd && d < od.rope_rot)
+                rope_angle(od.rope_pos + step + 4 * j + t, d / 2, od.rope_lb, rcos[j][h], rsin[j][h]);
         }
     pdl_wait();
     pdl_release();
@@ -585,7 +580,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
                  * rotated dims the angle is 0 (cos 1, sin 0): v unchanged. */
                 const float other = __shfl_xor_sync(0xffffffffu, v, 4);
                 const float c = rcos[j][h], sf = rsin[j][h];
-                if ((col % od.rope_hd) < od.rope_rot) v = (g & 1) ? other * sf + v * c : v * c - other * sf;
+                if ((col % od.rope_hd) < od.rope_rot) v = rope_rotate(v, other, g & 1, c, sf);
             }
             if (row >= p.m || col >= od.n) continue;
             y[(size_t)row * od.n + col] = v;
