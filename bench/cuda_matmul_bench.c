@@ -247,15 +247,17 @@ int main(int argc, char **argv)
         /* forms: 0 quantized (F16 weights: own kernel), 1 f16 (cuBLAS), 2 f32 (cuBLAS) */
         double res[3][16];
         double res_stream[3][16];
-        /* The quantized form reads the weight in the layout the GPU keeps it in (Q8_0 as
-         * Q8_1, as the engine does): its GB/s count those bytes. */
-        const wk_type kept = wk_cuda_kept_type(t);
+        /* The quantized form reads the weight in the layout the GPU keeps it in, as the
+         * engine does (packed where it can be, WICK_CUDA_PACK=0: rows; else Q8_0 as Q8_1):
+         * its GB/s count those bytes. */
+        const bool packed = wk_cuda_pack_enabled() && wk_cuda_pack_supports(t, n, k);
+        const wk_type kept = packed ? wk_cuda_packed(t) : wk_cuda_kept_type(t);
         size_t kbytes = 0;
-        OK(wk_type_row_bytes(kept, k, &kbytes));
+        OK(wk_type_row_bytes(wk_cuda_unpacked(kept), k, &kbytes));
         kbytes *= (size_t)n;
         if (kept != t)
-            printf("%s weights are kept as %s on the GPU: %zu bytes, not %zu\n", wk_type_name(t),
-                   wk_type_name(kept), kbytes, wbytes);
+            printf("%s weights are kept as %s%s on the GPU: %zu bytes (%zu in the file)\n", wk_type_name(t),
+                   wk_type_name(wk_cuda_unpacked(kept)), packed ? ", packed" : "", kbytes, wbytes);
         for (int f = 0; f < 3; f++) {
             wk_type wt = f == 0 ? kept : (f == 1 ? WK_TYPE_F16 : WK_TYPE_F32);
             size_t fbytes = f == 0 ? kbytes : (size_t)(n * k) * (f == 1 ? 2 : 4);
@@ -269,6 +271,8 @@ int main(int argc, char **argv)
                 OK(wk_cuda_malloc(fbytes, &w[i]));
                 if (wt == t)
                     OK(wk_cuda_copy_h2d(c, w[i], host, fbytes));
+                else if (f == 0 && packed)
+                    OK(wk_cuda_pack(c, t, q0, n, k, w[i]));
                 else if (f == 0)
                     OK(wk_cuda_relayout(c, t, q0, n * k, w[i]));
                 else

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cuda_check.h"
+#include "quant/traits.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
 
@@ -229,6 +230,71 @@ static void test_relayout(void)
     free(got);
     wk_cuda_ctx_free(c);
 }
+
+/* The packed layout of each packable format: GGUF rows packed and unpacked give the rows
+ * back byte for byte (Q8_0 as the Q8_1 rows wk_cuda_relayout makes); its dequantization
+ * equals the rows' bit for bit, in f32 and f16; and the rejections. */
+static void test_pack(void)
+{
+    wk_cuda_ctx *c = NULL;
+    CHECK_OK(wk_cuda_ctx_create(&c));
+    if (!c) return;
+    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
+    const int64_t n = 48, k = 320;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const wk_type t = types[ti], kept = wk_cuda_kept_type(t);
+        const wk_type_traits *tr = wk_traits(t), *kt = wk_traits(kept);
+        const size_t bytes = (size_t)(n * k / 32) * tr->block_bytes, kbytes = (size_t)(n * k / 32) * kt->block_bytes;
+        float *f = malloc(sizeof(float) * (size_t)(n * k)), *a = malloc(sizeof(float) * (size_t)(n * k)),
+              *b = malloc(sizeof(float) * (size_t)(n * k));
+        uint8_t *q = malloc(bytes), *want = malloc(kbytes), *got = malloc(kbytes);
+        for (int64_t i = 0; i < n * k; i++) f[i] = (float)(urand() * (1.0 + (i % 9 == 0) * 3.0));
+        tr->from_f32(f, q, n * k);
+        void *dq = dev_copy(q, bytes), *dp = NULL, *du = NULL, *dk = NULL, *da = NULL, *db = NULL;
+        CHECK_OK(wk_cuda_malloc(bytes, &dp));
+        CHECK_OK(wk_cuda_malloc(kbytes, &du));
+        CHECK_OK(wk_cuda_malloc(kbytes, &dk));
+        CHECK_OK(wk_cuda_malloc(sizeof(float) * (size_t)(n * k), &da));
+        CHECK_OK(wk_cuda_malloc(sizeof(float) * (size_t)(n * k), &db));
+        if (dq && dp && du && dk && da && db) {
+            CHECK_OK(wk_cuda_pack(c, t, dq, n, k, dp));
+            CHECK_OK(wk_cuda_unpack(c, t, dp, n, k, du));
+            if (kept != t) CHECK_OK(wk_cuda_relayout(c, t, dq, n * k, dk));
+            else CHECK_OK(wk_cuda_copy_d2d(c, dk, dq, bytes));
+            CHECK_OK(wk_cuda_ctx_sync(c));
+            CHECK_OK(wk_cuda_copy_sync(got, du, kbytes, false));
+            CHECK_OK(wk_cuda_copy_sync(want, dk, kbytes, false));
+            CHECK_MSG(memcmp(got, want, kbytes) == 0, "%s packed and unpacked: the rows differ", tr->name);
+            CHECK_OK(wk_cuda_copy_sync(got, dp, bytes, false));
+            CHECK_MSG(memcmp(got, q, bytes) != 0, "%s packed: the layout did not change", tr->name);
+            for (int h = 0; h < 2; h++) {
+                const wk_type dt = h ? WK_TYPE_F16 : WK_TYPE_F32;
+                const size_t ob = (size_t)(n * k) * (h ? 2 : 4);
+                CHECK_OK(wk_cuda_dequantize(c, t, dq, n * k, da, dt));
+                CHECK_OK(wk_cuda_dequantize_packed(c, t, dp, n, k, db, dt));
+                CHECK_OK(wk_cuda_ctx_sync(c));
+                CHECK_OK(wk_cuda_copy_sync(a, da, ob, false));
+                CHECK_OK(wk_cuda_copy_sync(b, db, ob, false));
+                CHECK_MSG(memcmp(a, b, ob) == 0, "%s packed dequantized to %s: differs from the rows'", tr->name,
+                          wk_type_name(dt));
+            }
+        }
+        if (ti == 0 && dq && dp) {
+            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q4_K, dq, n, 256, dp), WK_ERR_INVALID, "no packed layout");
+            CHECK_FAILS(wk_cuda_pack(c, t, dq, 40, k, dp), WK_ERR_INVALID, "[40, 320]");
+            CHECK_FAILS(wk_cuda_pack(c, t, dq, n, 96, dp), WK_ERR_INVALID, "k of 64");
+            CHECK_FAILS(wk_cuda_pack(c, t, dq, n, k, (char *)dp + 4), WK_ERR_INVALID, "16-byte");
+            CHECK_FAILS(wk_cuda_unpack(c, WK_TYPE_F16, dp, n, k, du), WK_ERR_INVALID, "no packed layout");
+            CHECK_FAILS(wk_cuda_dequantize_packed(c, t, dp, n, k, db, WK_TYPE_Q8_0), WK_ERR_INVALID, "f32 or f16");
+        }
+        wk_cuda_free(dq), wk_cuda_free(dp), wk_cuda_free(du), wk_cuda_free(dk), wk_cuda_free(da), wk_cuda_free(db);
+        free(f), free(a), free(b), free(q), free(want), free(got);
+    }
+    CHECK(wk_cuda_pack_supports(WK_TYPE_Q4_1, 576, 576));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q4_1, 40, 576));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q6_K, 576, 576));
+    wk_cuda_ctx_free(c);
+}
 #endif
 
 int main(void)
@@ -256,9 +322,15 @@ int main(void)
     test_type(e, WK_TYPE_F16, 24, 40);
     test_type(e, WK_TYPE_BF16, 24, 40);
     test_type(e, WK_TYPE_F32, 24, 40);
+    /* The packed layout (rows a multiple of 16, k of 64; above, 48 x 4096 Q8_0 is packed
+     * too): each packable format at 1-256 rows, and the default model's k = 576. */
+    const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
+    for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) test_type(e, packable[i], 48, 512);
+    test_type(e, WK_TYPE_Q4_1, 64, 576);
     test_rejections(e);
 #ifdef WICK_HAVE_CUDA
     test_relayout();
+    test_pack();
 #endif
     test_large_upload(e);
     wk_engine_free(e);

@@ -44,8 +44,9 @@ static const char *src_name(wk_qmv_src s)
 
 /* from: the residual output takes its value from another array (add_from: add = from + y),
  * as in a decode step whose attention launch left residual + projection in a sum. */
+/* packed: the weights in the packed layout (wk_cuda_pack) instead of rows. */
 static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum,
-                  const int64_t ns[3])
+                  const int64_t ns[3], bool packed)
 {
     const float eps = 1e-5f;
     double *wref[3];
@@ -53,6 +54,15 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
     for (int o = 0; o < 3; o++) {
         wref[o] = malloc(sizeof(double) * (size_t)(ns[o] * k));
         w[o] = make_weight(t, ns[o], k, wref[o]);
+        if (packed) {
+            const size_t bytes = (size_t)(ns[o] * k / 32) * wk_traits(t)->block_bytes;
+            void *pw = NULL;
+            CHECK_OK(wk_cuda_malloc(bytes, &pw));
+            CHECK_OK(wk_cuda_pack(c, t, w[o], ns[o], k, pw));
+            CHECK_OK(wk_cuda_ctx_sync(c));
+            wk_cuda_free(w[o]);
+            w[o] = pw;
+        }
     }
     float *x = malloc(sizeof(float) * (size_t)(m * k)), *x2 = malloc(sizeof(float) * (size_t)(m * k));
     float *nw = malloc(sizeof(float) * (size_t)k);
@@ -98,7 +108,7 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
 
     wk_cuda_qmv_job j;
     memset(&j, 0, sizeof j);
-    j.wtype = t;
+    j.wtype = packed ? wk_cuda_packed(t) : t;
     j.k = k;
     j.m = m;
     j.src = src;
@@ -139,8 +149,8 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
     wk_cuda_free(dpos);
 
     char label[96];
-    snprintf(label, sizeof label, "%s k=%lld m=%lld %s%s", wk_type_name(t), (long long)k, (long long)m,
-             src_name(src), from_sum ? " + add_from" : "");
+    snprintf(label, sizeof label, "%s%s k=%lld m=%lld %s%s", wk_type_name(t), packed ? " packed" : "",
+             (long long)k, (long long)m, src_name(src), from_sum ? " + add_from" : "");
     double worst = 0;
     int bad = 0;
     float *y = malloc(sizeof(float) * (size_t)(m * most));
@@ -230,7 +240,13 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
 static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
 {
     static const int64_t ns[3] = {40, 24, 17};
-    run_n(c, t, k, m, src, from_sum, ns);
+    run_n(c, t, k, m, src, from_sum, ns, false);
+}
+/* The packed layout: outputs of 48, 32 and 16 rows (whole groups of 16). */
+static void run_packed(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
+{
+    static const int64_t ns[3] = {48, 32, 16};
+    run_n(c, t, k, m, src, from_sum, ns, true);
 }
 
 static void test_rejections(wk_cuda_ctx *c)
@@ -270,6 +286,15 @@ static void test_rejections(wk_cuda_ctx *c)
     j.add_from = NULL;
     j.wtype = WK_TYPE_F32;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "f32");
+    /* Packed weights: only the five packable formats, whole row groups, k of 64, on 16 bytes. */
+    j.wtype = wk_cuda_packed(WK_TYPE_Q4_K);
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "(packed)");
+    j.wtype = wk_cuda_packed(WK_TYPE_Q8_0);
+    j.out[0].n = 8;
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "rows a multiple of 16");
+    j.out[0].n = 16;
+    j.out[0].w = (char *)w + 2;
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "on 16 bytes");
     wk_cuda_free(w);
     wk_cuda_free(x);
     wk_cuda_free(y);
@@ -301,9 +326,25 @@ int main(void)
     run(c, WK_TYPE_Q4_1, 576, 1, WK_QMV_RMSNORM, true);
     /* A longer output (75 row groups). */
     static const int64_t wide[3] = {1200, 24, 17};
-    for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide);
-    run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide);
-    run_n(c, WK_TYPE_Q4_K, 1024, 8, WK_QMV_SILU_MUL, false, wide);
+    for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide, false);
+    run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide, false);
+    run_n(c, WK_TYPE_Q4_K, 1024, 8, WK_QMV_SILU_MUL, false, wide, false);
+    /* The packed layout: every packable format, 1-8 rows, the three preparations, the
+     * input inside and in scratch (k = 1536 at 8 rows), a residual taken from elsewhere,
+     * and a longer output. */
+    const struct { wk_type t; int64_t k; } packs[] = {
+        {WK_TYPE_Q4_0, 1024}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1536},
+        {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536},
+    };
+    const int64_t pms[] = {1, 2, 4, 5, 8};
+    for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {
+        for (size_t mi = 0; mi < sizeof pms / sizeof pms[0]; mi++)
+            for (int s = 0; s < 3; s++) run_packed(c, packs[i].t, packs[i].k, pms[mi], (wk_qmv_src)s, false);
+        run_packed(c, packs[i].t, packs[i].k, 1, WK_QMV_RMSNORM, true);
+    }
+    static const int64_t wide16[3] = {1200, 32, 16};
+    run_n(c, WK_TYPE_Q4_1, 576, 1, WK_QMV_RMSNORM, false, wide16, true);
+    run_n(c, WK_TYPE_Q5_0, 1536, 8, WK_QMV_SILU_MUL, false, wide16, true);
     test_rejections(c);
     wk_cuda_ctx_free(c);
     TEST_MAIN_END();

@@ -43,7 +43,9 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
     bool dense_form = mm->form == WK_FORM_F32 || mm->form == WK_FORM_F16;
     if (!dense_form && wk_cuda_qmm_supports(t) && (t != WK_TYPE_F16 || mm->k % 16 == 0)) {
         d->path = WK_CUDA_MM_QUANT;
-        d->type = wk_cuda_kept_type(t); /* the layout the kernels read fastest */
+        /* The layout the kernels read fastest: packed where the format and shape allow. */
+        d->type = wk_cuda_pack_enabled() && wk_cuda_pack_supports(t, mm->n, mm->k) ? wk_cuda_packed(t)
+                                                                                    : wk_cuda_kept_type(t);
     } else {
         /* F16 weights whose k is no multiple of 16 take the exact f32 copy in the precise
          * form (cuBLAS in f16 would round the activations). */
@@ -61,20 +63,23 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
         /* Rewritten once on the device (relaid out, or dequantized for cuBLAS); the
          * original is then no longer needed: one copy of the weight. */
         size_t row = 0;
-        wk_status st = wk_type_row_bytes(d->type, mm->k, &row);
+        const bool packed = wk_cuda_is_packed(d->type);
+        wk_status st = wk_type_row_bytes(wk_cuda_unpacked(d->type), mm->k, &row);
         const size_t bytes = row * (size_t)mm->n;
         if (!st) st = wk_cuda_malloc(bytes, &d->owned);
         if (!st)
-            st = d->path == WK_CUDA_MM_QUANT ? wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned)
-                                             : wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, d->type);
+            st = packed                           ? wk_cuda_pack(c, t, mm->w->data, mm->n, mm->k, d->owned)
+                 : d->path == WK_CUDA_MM_QUANT ? wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned)
+                                               : wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, d->type);
         if (!st) st = wk_cuda_ctx_sync(c);
         if (st) {
             const wk_type dt = d->type;
             wk_cuda_free(d->owned);
             free(d);
-            return wk_fail_context(st, "CUDA qmatmul: %s form of a %s [%lld, %lld] weight as %s",
+            return wk_fail_context(st, "CUDA qmatmul: %s form of a %s [%lld, %lld] weight as %s%s",
                                    wk_form_name(mm->form), wk_type_name(t), (long long)mm->n,
-                                   (long long)mm->k, wk_type_name(dt));
+                                   (long long)mm->k, wk_type_name(wk_cuda_unpacked(dt)),
+                                   wk_cuda_is_packed(dt) ? " (packed)" : "");
         }
         d->w = d->owned;
         mm->nbytes = bytes;
@@ -120,6 +125,31 @@ bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w
     *type = d->type;
     *w = d->w;
     return true;
+}
+
+wk_status wk_cuda_mm_unpack(wk_engine *e, wk_qmatmul *mm)
+{
+    wk_cuda_mm *d = mm->impl;
+    if (!d || d->path != WK_CUDA_MM_QUANT || !wk_cuda_is_packed(d->type)) return WK_OK;
+    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
+    const wk_type base = wk_cuda_unpacked(d->type), rows = wk_cuda_kept_type(base);
+    size_t row = 0;
+    void *nw = NULL;
+    wk_status st = wk_type_row_bytes(rows, mm->k, &row);
+    if (!st) st = wk_cuda_malloc(row * (size_t)mm->n, &nw);
+    if (!st) st = wk_cuda_unpack(c, base, d->w, mm->n, mm->k, nw);
+    if (!st) st = wk_cuda_ctx_sync(c);
+    if (st) {
+        wk_cuda_free(nw);
+        return wk_fail_context(st, "CUDA qmatmul: a packed %s [%lld, %lld] weight back in rows",
+                               wk_type_name(base), (long long)mm->n, (long long)mm->k);
+    }
+    wk_cuda_free(d->owned);
+    d->owned = nw;
+    d->w = nw;
+    d->type = rows;
+    mm->nbytes = row * (size_t)mm->n;
+    return WK_OK;
 }
 
 static void wk_cuda_mm_free(wk_engine *e, wk_qmatmul *mm)

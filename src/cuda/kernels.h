@@ -128,6 +128,25 @@ wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64
  * memory, dst holding nelem / 32 * 36 bytes). */
 wk_type wk_cuda_kept_type(wk_type t);
 wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t nelem, void *dst);
+/* The packed GPU layout (qpack.cuh, pack.cu) of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights
+ * with n % 16 == 0 and k % 64 == 0: every 16 rows x 64 elements rearranged so that each
+ * lane of the matrix-vector kernel reads its part with one or two 16-byte loads and
+ * decodes it with a few bit operations; the same bytes as the GGUF blocks, so the weight
+ * does not grow. A weight kept packed is named by wk_cuda_packed(t): t with the flag
+ * WK_CUDA_PACKED (no GGUF type has it). wk_cuda_pack writes a GGUF weight of type t in
+ * the packed layout; wk_cuda_unpack writes a packed one back in rows of
+ * wk_cuda_kept_type(t) (Q8_0 as Q8_1, with its sums); wk_cuda_dequantize_packed makes
+ * f32 or f16 rows of it. WICK_CUDA_PACK=0 keeps every weight in rows (read once). */
+#define WK_CUDA_PACKED 16
+static inline wk_type wk_cuda_packed(wk_type t) { return (wk_type)((int)t | WK_CUDA_PACKED); }
+static inline bool wk_cuda_is_packed(wk_type t) { return ((int)t & WK_CUDA_PACKED) != 0; }
+static inline wk_type wk_cuda_unpacked(wk_type t) { return (wk_type)((int)t & ~WK_CUDA_PACKED); }
+bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k);
+bool wk_cuda_pack_enabled(void);
+wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
+wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
+wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k, void *dst,
+                                    wk_type dst_type);
 /* Convert between f32 and f16 on the device. */
 wk_status wk_cuda_convert(wk_cuda_ctx *c, const void *src, wk_type src_type, void *dst,
                           wk_type dst_type, int64_t count);

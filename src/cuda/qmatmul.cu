@@ -459,13 +459,15 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
 wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                        const void *x, wk_type xtype, int64_t m, float *y)
 {
-    size_t wb = wtype == WK_TYPE_F16 ? 0 : round_up((size_t)(n * k) * 2, 256);
+    const size_t wb = wtype == WK_TYPE_F16 ? 0 : round_up((size_t)(n * k) * 2, 256);
     size_t xb = xtype == WK_TYPE_F16 ? 0 : (size_t)(m * k) * 2;
     wk_status st = wk_cuda_scratch_reserve(c, wb + xb);
     if (st) return st;
     const void *wh = w, *xh = x;
     if (wb) {
-        st = wk_cuda_dequantize(c, wtype, w, n * k, c->scratch, WK_TYPE_F16);
+        st = wk_cuda_is_packed(wtype)
+                 ? wk_cuda_dequantize_packed(c, wk_cuda_unpacked(wtype), w, n, k, c->scratch, WK_TYPE_F16)
+                 : wk_cuda_dequantize(c, wtype, w, n * k, c->scratch, WK_TYPE_F16);
         if (st) return st;
         wh = c->scratch;
     }
@@ -562,11 +564,13 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     c->reuse_x = false;
     wk_dptr add = c->add_to;
     c->add_to = wk_dp(NULL);
-    const wk_type_traits *tr = wk_traits(wtype);
-    if (!tr || !wk_cuda_qmm_supports(wtype))
+    const bool packed = wk_cuda_is_packed(wtype);
+    const wk_type base = wk_cuda_unpacked(wtype);
+    const wk_type_traits *tr = wk_traits(base);
+    if (!tr || !wk_cuda_qmm_supports(base))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA quantized matmul: weight type %s has no "
                                            "tensor-core kernel", tr ? tr->name : "(unknown)");
-    int64_t qk = wk_cuda_block_elems(wtype);
+    int64_t qk = wk_cuda_block_elems(base);
     if (xtype != WK_TYPE_F32 && xtype != WK_TYPE_F16)
         return wk_fail(WK_ERR_INVALID, "CUDA matmul: input type %s (only f32 and f16 inputs)",
                        wk_traits(xtype) ? wk_traits(xtype)->name : "(unknown)");
@@ -585,6 +589,28 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if ((uintptr_t)x.base % 16 != 0 || x.stride % 16 != 0)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: the input rows must start on 16-byte "
                                        "boundaries", tr->name);
+    if (packed && m > WK_CUDA_QMV_ROWS) {
+        /* The packed layout has only the matrix-vector kernel: 8 rows a launch. */
+        const size_t xrow = (size_t)k * (xtype == WK_TYPE_F16 ? 2 : 4), yrow = (size_t)n * 4;
+        for (int64_t r = 0; r < m; r += WK_CUDA_QMV_ROWS) {
+            wk_cuda_qmv_job j = {};
+            j.wtype = wtype;
+            j.k = k;
+            j.m = m - r < WK_CUDA_QMV_ROWS ? m - r : WK_CUDA_QMV_ROWS;
+            j.src = WK_QMV_INPUT;
+            j.x = (wk_dptr){(char *)x.base + r * xrow, x.stride};
+            j.xtype = xtype;
+            j.nout = 1;
+            j.out[0].w = w;
+            j.out[0].n = n;
+            j.out[0].y = (wk_dptr){(char *)y.base + r * yrow, y.stride};
+            if (add.base) j.out[0].add = (wk_dptr){(char *)add.base + r * yrow, add.stride};
+            j.dpos = dpos;
+            wk_status st = wk_cuda_qmv(c, &j);
+            if (st) return st;
+        }
+        return WK_OK;
+    }
     if (m <= WK_CUDA_QMV_ROWS && k % SEG == 0) {
         wk_cuda_qmv_job j = {};
         j.wtype = wtype;

@@ -29,6 +29,7 @@
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
+#include "cuda/qpack.cuh"
 #include "cuda/trace.cuh"
 #include "cuda/traits_cxx.h"
 
@@ -298,6 +299,117 @@ __device__ __forceinline__ void cp_async4(void *dst, const void *src)
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
+/* The RoPE angles of this lane's outputs: they depend on the step position alone (see
+ * step_of), so they are computed before the wait and overlap the previous kernel instead
+ * of following the products. In double, as wk_cuda_rope. */
+template <int NX>
+__device__ __forceinline__ void rope_angles(const out_desc &od, int n0, int g, int t, int64_t step,
+                                            float (&rcos)[2][2], float (&rsin)[2][2])
+{
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            rcos[j][h] = 1.f, rsin[j][h] = 0.f;
+            const int d = od.rope_hd ? (n0 + g + 8 * h) % od.rope_hd : 0;
+            if (j < NX && od.rope_hd && d < od.rope_rot)
+                rope_angle(od.rope_pos + step + 4 * j + t, d / 2, od.rope_lb, rcos[j][h], rsin[j][h]);
+        }
+}
+
+/* The residual rows this lane adds to, into L1 while the products run (after the wait:
+ * an earlier kernel may have written them). */
+template <int NX>
+__device__ __forceinline__ void prefetch_residual(const params &p, const out_desc &od, const float *add, bool on,
+                                                  int n0, int g, int t)
+{
+    if (add && on)
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+            if (j < NX && 4 * j + t < p.m)
+                asm volatile("prefetch.global.L1 [%0];" ::"l"((p.add_from ? p.add_from : add) + (size_t)(4 * j + t) * od.n + n0 + g));
+}
+
+/* The prepared input: prepared here into shared memory (inline), or read from scratch. */
+struct xview {
+    const __half *xh;
+    const float *sums, *xscale;
+    int xpitch;
+};
+/* later: asynchronous copy groups committed after the RMSNorm weights' (0..2). */
+__device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool stage_norm, const float *norm_ws,
+                                            int later, int64_t step, float *red)
+{
+    xview v;
+    if (p.inline_x) {
+        v.xpitch = p.k + SEG;
+        __half *xs = reinterpret_cast<__half *>(xin);
+        float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * v.xpitch * 2);
+        float *sc = ss + (size_t)p.m * p.nseg;
+        if (stage_norm) {
+            if (later == 2) cp_wait<2>();
+            else if (later == 1) cp_wait<1>();
+            else cp_wait<0>();
+            __syncthreads();
+        }
+        prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, v.xpitch, ss, sc,
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
+        __syncthreads();
+        v.xh = xs, v.sums = ss, v.xscale = sc;
+    } else {
+        v.xh = p.xg, v.sums = p.sums_g, v.xscale = p.scale_g, v.xpitch = p.xpitch;
+    }
+    return v;
+}
+
+/* The warps of a row group add up their k parts in a fixed order; the first warp scales
+ * the sums back, applies the RoPE and stores (and adds to the residual). */
+template <int NX>
+__device__ __forceinline__ void finish(const params &p, const out_desc &od, float (&acc)[2][4], float *red, int warp,
+                                       int kw, int wpg, int lane, int live, float *y, float *add,
+                                       const float *xscale, int n0, const float (&rcos)[2][2],
+                                       const float (&rsin)[2][2])
+{
+    const int g = lane >> 2, t = lane & 3;
+    if (wpg > 1) {
+        if (kw > 0)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) red[(warp * 8 + j * 4 + i) * 32 + lane] = acc[j][i];
+        __syncthreads();
+        if (kw > 0) return;
+        for (int v = 1; v < wpg; v++)
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
+    }
+    if (live <= 0) return;
+    const float *add_from = p.add_from ? p.add_from : add;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        if (j >= NX) break;
+        const int row = 4 * j + t;
+        const float s = xscale[min(row, p.m - 1)];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int col = n0 + g + 8 * h;
+            float v = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
+            if (od.rope_hd) {
+                /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Past the
+                 * rotated dims the angle is 0 (cos 1, sin 0): v unchanged. */
+                const float other = __shfl_xor_sync(0xffffffffu, v, 4);
+                const float c = rcos[j][h], sf = rsin[j][h];
+                if ((col % od.rope_hd) < od.rope_rot) v = rope_rotate(v, other, g & 1, c, sf);
+            }
+            if (row >= p.m || col >= od.n) continue;
+            y[(size_t)row * od.n + col] = v;
+            if (add) add[(size_t)row * od.n + col] = add_from[(size_t)row * od.n + col] + v;
+        }
+    }
+}
+
 /* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
 template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
 __host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
@@ -310,6 +422,22 @@ __host__ __device__ size_t norm_at(int m, int k) { return (xin_bytes(m, k) + 15)
 __host__ __device__ size_t xin_norm_bytes(const params &p)
 {
     return p.src == WK_QMV_RMSNORM ? norm_at(p.m, p.k) + (size_t)p.k * 4 : xin_bytes(p.m, p.k);
+}
+
+/* An RMSNorm's weights (nothing earlier writes them) into shared memory before the wait,
+ * as the oldest copy group, so that the preparation after the wait does not wait on them
+ * (after a step's stream of weights they are no longer in L2). Whether it did. */
+__device__ __forceinline__ bool stage_norm_weights(const params &p, float *norm_ws)
+{
+    const bool stage = p.inline_x && p.src == WK_QMV_RMSNORM && (uintptr_t)p.norm_w % 16 == 0;
+    if (stage) {
+        for (int u = threadIdx.x; u < p.k / 4; u += blockDim.x) {
+            unsigned sa = (unsigned)__cvta_generic_to_shared(norm_ws + 4 * u);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(p.norm_w + 4 * u));
+        }
+        cp_commit();
+    }
+    return stage;
 }
 
 /* MINB: blocks of 8 warps per SM the registers are sized for (3: at most 80 registers a
@@ -405,18 +533,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
         cp_commit();
     };
 
-    /* An RMSNorm's weights (nothing earlier writes them) into shared memory now, as the
-     * oldest copy group, so that the preparation after the wait does not wait on them
-     * (after a step's stream of weights they are no longer in L2). */
     float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
-    const bool stage_norm = p.inline_x && p.src == WK_QMV_RMSNORM && (uintptr_t)p.norm_w % 16 == 0;
-    if (stage_norm) {
-        for (int u = threadIdx.x; u < p.k / 4; u += blockDim.x) {
-            unsigned sa = (unsigned)__cvta_generic_to_shared(norm_ws + 4 * u);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(p.norm_w + 4 * u));
-        }
-        cp_commit();
-    }
+    const bool stage_norm = stage_norm_weights(p, norm_ws);
     /* Start the copies of the first two chunks (weights: nothing earlier writes them, so
      * this may overlap the previous kernel), then wait for that kernel and prepare the
      * input while the copies are in flight. */
@@ -424,64 +542,25 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     const int later = (c < nchunk) + (c + wpg < nchunk); /* copy groups committed after it */
     if (c < nchunk) stage_chunk(c, 0);
     if (c + wpg < nchunk) stage_chunk(c + wpg, 1);
-    /* The RoPE angles of this lane's outputs depend on the step position alone (see
-     * step_of): computed before the wait, they overlap the previous kernel instead of
-     * following the products. In double, as wk_cuda_rope. */
     const int64_t step = step_of(p.dpos);
     float rcos[2][2], rsin[2][2];
-#pragma unroll
-    for (int j = 0; j < 2; j++)
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            rcos[j][h] = 1.f, rsin[j][h] = 0.f;
-            const int d = od.rope_hd ? (n0 + g + 8 * h) % od.rope_hd : 0;
-            if (j < NX && od.rope_hd && d < od.rope_rot)
-                rope_angle(od.rope_pos + step + 4 * j + t, d / 2, od.rope_lb, rcos[j][h], rsin[j][h]);
-        }
+    rope_angles<NX>(od, n0, g, t, step, rcos, rsin);
     pdl_wait();
     pdl_release();
     WK_TRACE_MARK(1);
-    /* The residual rows this lane adds to, into L1 while the products run (after the
-     * wait: an earlier kernel may have written them). */
     float *y = (float *)at(od.y, step);
     float *add = od.add.base ? (float *)at(od.add, step) : NULL;
-    if (add && live > 0 && kw == 0)
-#pragma unroll
-        for (int j = 0; j < 2; j++)
-            if (j < NX && 4 * j + t < p.m)
-                asm volatile("prefetch.global.L1 [%0];" ::"l"((p.add_from ? p.add_from : add) + (size_t)(4 * j + t) * od.n + n0 + g));
-
-    const __half *xh;
-    const float *sums, *xscale;
-    int xpitch;
-    if (p.inline_x) {
-        xpitch = p.k + SEG;
-        __half *xs = reinterpret_cast<__half *>(xin);
-        float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * xpitch * 2);
-        float *sc = ss + (size_t)p.m * p.nseg;
-        if (stage_norm) {
-            if (later == 2) cp_wait<2>();
-            else if (later == 1) cp_wait<1>();
-            else cp_wait<0>();
-            __syncthreads();
-        }
-        prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red);
-        __syncthreads();
-        xh = xs, sums = ss, xscale = sc;
-        WK_TRACE_MARK(2);
-    } else {
-        xh = p.xg, sums = p.sums_g, xscale = p.scale_g, xpitch = p.xpitch;
-    }
+    prefetch_residual<NX>(p, od, add, live > 0 && kw == 0, n0, g, t);
+    const xview xv = input_view(p, xin, stage_norm, norm_ws, later, step, red);
 
     constexpr int nx = NX; /* mmas per step: input rows 0-3, 4-7 */
     const int m2 = 2 * p.m;
     /* Lane g supplies B column g: input row g/2 (+4 for the second mma), hi or lo. */
-    const __half *xb0 = xh + (size_t)min(g, m2 - 1) * xpitch + 4 * t;
-    const __half *xb1 = xh + (size_t)min(8 + g, m2 - 1) * xpitch + 4 * t;
+    const __half *xb0 = xv.xh + (size_t)min(g, m2 - 1) * xv.xpitch + 4 * t;
+    const __half *xb1 = xv.xh + (size_t)min(8 + g, m2 - 1) * xv.xpitch + 4 * t;
     const bool bl0 = g < m2, bl1 = 8 + g < m2;
-    const float *sum0 = sums + (size_t)min(t, p.m - 1) * p.nseg;
-    const float *sum1 = sums + (size_t)min(4 + t, p.m - 1) * p.nseg;
+    const float *sum0 = xv.sums + (size_t)min(t, p.m - 1) * p.nseg;
+    const float *sum1 = xv.sums + (size_t)min(4 + t, p.m - 1) * p.nseg;
 
     float acc[2][4];
 #pragma unroll
@@ -546,47 +625,108 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     }
 
     WK_TRACE_MARK(3);
-    /* The warps of a row group add up their k parts in a fixed order. */
-    if (wpg > 1) {
-        if (kw > 0)
+    finish<NX>(p, od, acc, red, warp, kw, wpg, lane, live, y, add, xv.xscale, n0, rcos, rsin);
+    WK_TRACE_MARK(4);
+    WK_TRACE_END();
+}
+
+/* The same products over a weight in the packed layout (qpack.cuh): no staging; each
+ * lane loads its part of a chunk straight into registers, two chunks ahead of the one it
+ * multiplies, and decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
+ * 0). */
+template <class P, int NX, int MINB>
+__global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
+{
+    WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
+    extern __shared__ __align__(16) uint8_t smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int wpg = p.wpg, rg = warp / wpg, kw = warp - rg * wpg;
+
+    int o = 0;
+    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
+    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
+    const out_desc od = pick_out(p, o);
+    const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
+    const int live = min(16, od.n - n0);
+    const int nchunk = p.k / wkp::KC;
+    const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
+
+    float *red = reinterpret_cast<float *>(smem);
+    uint8_t *xin = smem + red_bytes(nw);
+    float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
+    const bool stage_norm = stage_norm_weights(p, norm_ws);
+
+    /* The first two chunks' loads go out before the wait (nothing earlier writes weights). */
+    int c = live > 0 ? kw : nchunk;
+    wkp::frag<P> f0, f1;
+    if (c < nchunk) wkp::load<P>(wg + (size_t)c * P::CB, lane, f0);
+    if (c + wpg < nchunk) wkp::load<P>(wg + (size_t)(c + wpg) * P::CB, lane, f1);
+    const int64_t step = step_of(p.dpos);
+    float rcos[2][2], rsin[2][2];
+    rope_angles<NX>(od, n0, g, t, step, rcos, rsin);
+    pdl_wait();
+    pdl_release();
+    WK_TRACE_MARK(1);
+    float *y = (float *)at(od.y, step);
+    float *add = od.add.base ? (float *)at(od.add, step) : NULL;
+    prefetch_residual<NX>(p, od, add, live > 0 && kw == 0, n0, g, t);
+    const xview xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red);
+    WK_TRACE_MARK(2);
+
+    const int m2 = 2 * p.m;
+    const __half *xb0 = xv.xh + (size_t)min(g, m2 - 1) * xv.xpitch + 4 * t;
+    const __half *xb1 = xv.xh + (size_t)min(8 + g, m2 - 1) * xv.xpitch + 4 * t;
+    const bool bl0 = g < m2, bl1 = 8 + g < m2;
+    const float *sum0 = xv.sums + (size_t)min(t, p.m - 1) * p.nseg;
+    const float *sum1 = xv.sums + (size_t)min(4 + t, p.m - 1) * p.nseg;
+
+    float acc[2][4];
 #pragma unroll
-            for (int j = 0; j < 2; j++)
+    for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    for (; c < nchunk; c += wpg) {
+        wkp::frag<P> f2 = f1;
+        if (c + 2 * wpg < nchunk) wkp::load<P>(wg + (size_t)(c + 2 * wpg) * P::CB, lane, f2);
 #pragma unroll
-                for (int i = 0; i < 4; i++) red[(warp * 8 + j * 4 + i) * 32 + lane] = acc[j][i];
-        __syncthreads();
-        if (kw > 0) return;
-        for (int v = 1; v < wpg; v++)
+        for (int b = 0; b < 2; b++) {
+            float tmp[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+            float xs0 = 0.f, xs1 = 0.f;
 #pragma unroll
-            for (int j = 0; j < 2; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
-    }
-    if (live <= 0) {
-        WK_TRACE_END();
-        return;
-    }
-    const float *add_from = p.add_from ? p.add_from : add;
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        if (j >= nx) break;
-        const int row = 4 * j + t;
-        const float s = xscale[min(row, p.m - 1)];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int col = n0 + g + 8 * h;
-            float v = (acc[j][2 * h] + acc[j][2 * h + 1]) * s;
-            if (od.rope_hd) {
-                /* Pair (2p, 2p + 1) is columns g and g ^ 1: lanes 4 apart. Past the
-                 * rotated dims the angle is 0 (cos 1, sin 0): v unchanged. */
-                const float other = __shfl_xor_sync(0xffffffffu, v, 4);
-                const float c = rcos[j][h], sf = rsin[j][h];
-                if ((col % od.rope_hd) < od.rope_rot) v = rope_rotate(v, other, g & 1, c, sf);
+            for (int h = 0; h < 2; h++) {
+                const int s = 2 * b + h, seg = 4 * c + s;
+                uint32_t a0, a1, a2, a3;
+                wkp::step<P>(f0, s, a0, a1, a2, a3);
+                const uint2 bx = bl0 ? *reinterpret_cast<const uint2 *>(xb0 + seg * SEG) : make_uint2(0, 0);
+                mma16816(tmp[0], a0, a1, a2, a3, bx.x, bx.y);
+                if (P::ADD) xs0 += sum0[seg];
+                if (NX > 1) {
+                    const uint2 by = bl1 ? *reinterpret_cast<const uint2 *>(xb1 + seg * SEG) : make_uint2(0, 0);
+                    mma16816(tmp[1], a0, a1, a2, a3, by.x, by.y);
+                    if (P::ADD) xs1 += sum1[seg];
+                }
             }
-            if (row >= p.m || col >= od.n) continue;
-            y[(size_t)row * od.n + col] = v;
-            if (add) add[(size_t)row * od.n + col] = add_from[(size_t)row * od.n + col] + v;
+            const float2 d = wkp::scales<P>(f0, b);
+            const float2 mn = wkp::mins<P>(f0, b);
+#pragma unroll
+            for (int j = 0; j < NX; j++) {
+                acc[j][0] = fmaf(d.x, tmp[j][0], acc[j][0]);
+                acc[j][1] = fmaf(d.x, tmp[j][1], acc[j][1]);
+                acc[j][2] = fmaf(d.y, tmp[j][2], acc[j][2]);
+                acc[j][3] = fmaf(d.y, tmp[j][3], acc[j][3]);
+                if (P::ADD) { /* column 2t is row t's hi: the minimum's term goes there */
+                    const float xs = j ? xs1 : xs0;
+                    acc[j][0] = fmaf(mn.x, xs, acc[j][0]);
+                    acc[j][2] = fmaf(mn.y, xs, acc[j][2]);
+                }
+            }
         }
+        f0 = f1;
+        f1 = f2;
     }
+
+    WK_TRACE_MARK(3);
+    finish<NX>(p, od, acc, red, warp, kw, wpg, lane, live, y, add, xv.xscale, n0, rcos, rsin);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
 }
@@ -606,10 +746,11 @@ long inline_total()
     return lim;
 }
 
-template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
+/* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
+ * staging a warp, at most MINB blocks of 8 warps per SM by its registers. */
+template <void (*K)(params)>
+wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb)
 {
-    using G = geom<T, BIG>;
-    const int nblk = p.k / T::QK, nchunk = (nblk + G::CH - 1) / G::CH;
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
     /* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8
@@ -617,7 +758,7 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
      * as many row groups per block as fill 8 warps while every SM still gets a block (each
      * block prepares its own input). */
     int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
-    const long budget = 8L * MINB * sms;
+    const long budget = 8L * minb * sms;
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
     /* Fewer warps per row group while shared memory would make a second wave (the big
      * chunks of Q8_0 and Q6_K). */
@@ -633,26 +774,32 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        smem = stage_bytes<G>(nw) + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0);
+        smem = stage_per_warp * nw + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0);
         if (smem > (size_t)200 << 10)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
         if (smem > allowed) {
-            WK_CU(cudaFuncSetAttribute(qmv_kernel<T, NX, BIG, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       200 << 10));
+            WK_CU(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
             allowed = (size_t)200 << 10;
         }
         int per_sm = 0; /* asked only when the launch could exceed one block per SM */
-        if (wpg == 1 || blocks <= sms || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, qmv_kernel<T, NX, BIG, MINB>, nw * 32,
-                                                                      smem) != cudaSuccess ||
+        if (wpg == 1 || blocks <= sms ||
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, K, nw * 32, smem) != cudaSuccess ||
             (long)blocks <= (long)per_sm * sms || (long)blocks > 2L * per_sm * sms)
             break;
         wpg--;
     }
     p.wpg = wpg;
     p.rg = rg;
-    return wk_launch_pdl("the quantized matrix-vector kernel", qmv_kernel<T, NX, BIG, MINB>, dim3((unsigned)blocks),
-                         dim3(nw * 32), smem, c->stream, p);
+    return wk_launch_pdl("the quantized matrix-vector kernel", K, dim3((unsigned)blocks), dim3(nw * 32), smem,
+                         c->stream, p);
+}
+
+template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
+{
+    using G = geom<T, BIG>;
+    const int nblk = p.k / T::QK, nchunk = (nblk + G::CH - 1) / G::CH;
+    return launch_geom<qmv_kernel<T, NX, BIG, MINB>>(c, p, sms, nchunk, stage_bytes<G>(1), MINB);
 }
 
 int sm_count()
@@ -704,6 +851,15 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
                : launch_k<T, 1, false, minb_for<T, 1, false>()>(c, p, sms);
 }
 
+/* The packed kernel: 128 registers (2 blocks of 8 warps per SM) for 5-8 input rows, 80
+ * (3 blocks) for 1-4. */
+template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
+{
+    const int sms = sm_count(), nchunk = p.k / wkp::KC;
+    if (p.m > 4) return launch_geom<qmv_packed_kernel<P, 2, 2>>(c, p, sms, nchunk, 0, 2);
+    return launch_geom<qmv_packed_kernel<P, 1, 3>>(c, p, sms, nchunk, 0, 3);
+}
+
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 } // namespace
@@ -716,11 +872,13 @@ extern "C" size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k)
 
 extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
 {
-    const wk_type_traits *tr = wk_traits(j->wtype);
-    if (!tr || !wk_cuda_qmm_supports(j->wtype))
-        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s has no kernel",
-                       tr ? tr->name : "(unknown)");
-    const int64_t qk = wk_cuda_block_elems(j->wtype);
+    const bool packed = wk_cuda_is_packed(j->wtype);
+    const wk_type base = wk_cuda_unpacked(j->wtype);
+    const wk_type_traits *tr = wk_traits(base);
+    if (!tr || !wk_cuda_qmm_supports(base) || (packed && !wk_cuda_pack_supports(base, 16, 64)))
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
+                       tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
+    const int64_t qk = wk_cuda_block_elems(base);
     if (j->m < 1 || j->m > MAX_ROWS || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
@@ -743,6 +901,10 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         if ((uintptr_t)j->out[i].w % 2)
             return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: weight %d at an odd address",
                            tr->name, i);
+        if (packed && (!wk_cuda_pack_supports(base, j->out[i].n, j->k) || (uintptr_t)j->out[i].w % 16))
+            return wk_fail(WK_ERR_INVALID, "CUDA packed %s matrix-vector product: weight %d [%lld, %lld] "
+                                           "(rows a multiple of 16, k of 64, on 16 bytes)", tr->name, i,
+                           (long long)j->out[i].n, (long long)j->k);
         p.out[i].w = (const uint8_t *)j->out[i].w;
         p.out[i].y = j->out[i].y;
         p.out[i].add = j->out[i].add;
@@ -776,7 +938,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                        tr->name);
     p.add_from = j->add_from;
     p.dpos = j->dpos;
-    p.row_bytes = (size_t)wk_cuda_row_bytes(j->wtype, j->k);
+    p.row_bytes = (size_t)wk_cuda_row_bytes(base, j->k);
 #ifdef WICK_CUDA_TRACE
     p.trace_slot = qmv_ring_slot();
 #endif
@@ -798,6 +960,13 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                                      dim3(256), 0, c->stream, p);
         if (st) return st;
     }
+    if (packed) switch (base) {
+        case WK_TYPE_Q4_0: return launch_packed<wkp::q4_0>(c, p);
+        case WK_TYPE_Q4_1: return launch_packed<wkp::q4_1>(c, p);
+        case WK_TYPE_Q5_0: return launch_packed<wkp::q5_0>(c, p);
+        case WK_TYPE_Q5_1: return launch_packed<wkp::q5_1>(c, p);
+        default: return launch_packed<wkp::q8_0>(c, p);
+        }
     switch (j->wtype) {
     case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
     case WK_TYPE_Q4_1: return launch<wkq::q4_1>(c, p);
