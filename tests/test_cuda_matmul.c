@@ -11,6 +11,9 @@
 #include "check.h"
 #include "cuda_check.h"
 #include "quant/traits.h"
+#ifdef WICK_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#endif
 #include "wick/quant.h"
 #include "wick/tensor.h"
 
@@ -137,6 +140,20 @@ static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
             printf("%-28s n=%lld k=%lld: worst relative error %.3g\n", label, (long long)n,
                    (long long)k, worst);
         }
+#ifdef WICK_HAVE_CUDA
+        /* A packed weight rewritten in rows, as the decode attention launch asks: the rows
+         * of its kept type, and the same results. */
+        wk_type kt;
+        const void *kw;
+        if (wk_cuda_mm_quant_weight(mm, &kt, &kw) && wk_cuda_is_packed(kt)) {
+            CHECK_OK(wk_cuda_mm_unpack(e, mm));
+            CHECK(wk_cuda_mm_quant_weight(mm, &kt, &kw) && kt == wk_cuda_kept_type(t));
+            char label[96];
+            snprintf(label, sizeof label, "%s unpacked", wk_type_name(t));
+            const int64_t ms[] = {1, 8, 34};
+            for (int mi = 0; mi < 3; mi++) run_case(e, mm, wref, n, k, ms[mi], WK_TYPE_F32, 2e-5, label);
+        }
+#endif
         wk_qmatmul_free(mm);
     }
     wk_qtensor_free(w);
@@ -232,7 +249,7 @@ static void test_relayout(void)
 }
 
 /* The packed layout of each packable format: GGUF rows packed and unpacked give the rows
- * back byte for byte (Q8_0 as the Q8_1 rows wk_cuda_relayout makes); its dequantization
+ * back byte for byte; its dequantization
  * equals the rows' bit for bit, in f32 and f16; and the rejections. */
 static void test_pack(void)
 {
@@ -242,29 +259,28 @@ static void test_pack(void)
     const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
     const int64_t n = 48, k = 320;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const wk_type t = types[ti], kept = wk_cuda_kept_type(t);
-        const wk_type_traits *tr = wk_traits(t), *kt = wk_traits(kept);
-        const size_t bytes = (size_t)(n * k / 32) * tr->block_bytes, kbytes = (size_t)(n * k / 32) * kt->block_bytes;
+        const wk_type t = types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        const size_t bytes = (size_t)(n * k / 32) * tr->block_bytes;
         float *f = malloc(sizeof(float) * (size_t)(n * k)), *a = malloc(sizeof(float) * (size_t)(n * k)),
               *b = malloc(sizeof(float) * (size_t)(n * k));
-        uint8_t *q = malloc(bytes), *want = malloc(kbytes), *got = malloc(kbytes);
+        uint8_t *q = malloc(bytes), *got = malloc(bytes);
         for (int64_t i = 0; i < n * k; i++) f[i] = (float)(urand() * (1.0 + (i % 9 == 0) * 3.0));
         tr->from_f32(f, q, n * k);
-        void *dq = dev_copy(q, bytes), *dp = NULL, *du = NULL, *dk = NULL, *da = NULL, *db = NULL;
+        void *dq = dev_copy(q, bytes), *dp = NULL, *du = NULL, *da = NULL, *db = NULL;
         CHECK_OK(wk_cuda_malloc(bytes, &dp));
-        CHECK_OK(wk_cuda_malloc(kbytes, &du));
-        CHECK_OK(wk_cuda_malloc(kbytes, &dk));
+        CHECK_OK(wk_cuda_malloc(bytes, &du));
         CHECK_OK(wk_cuda_malloc(sizeof(float) * (size_t)(n * k), &da));
         CHECK_OK(wk_cuda_malloc(sizeof(float) * (size_t)(n * k), &db));
-        if (dq && dp && du && dk && da && db) {
+        if (dq && dp && du && da && db) {
             CHECK_OK(wk_cuda_pack(c, t, dq, n, k, dp));
             CHECK_OK(wk_cuda_unpack(c, t, dp, n, k, du));
-            if (kept != t) CHECK_OK(wk_cuda_relayout(c, t, dq, n * k, dk));
-            else CHECK_OK(wk_cuda_copy_d2d(c, dk, dq, bytes));
             CHECK_OK(wk_cuda_ctx_sync(c));
-            CHECK_OK(wk_cuda_copy_sync(got, du, kbytes, false));
-            CHECK_OK(wk_cuda_copy_sync(want, dk, kbytes, false));
-            CHECK_MSG(memcmp(got, want, kbytes) == 0, "%s packed and unpacked: the rows differ", tr->name);
+            CHECK_OK(wk_cuda_copy_sync(got, du, bytes, false));
+            size_t at = 0;
+            while (at < bytes && got[at] == q[at]) at++;
+            CHECK_MSG(at == bytes, "%s packed and unpacked: the rows differ from byte %zu (block %zu, byte %zu)",
+                      tr->name, at, at / tr->block_bytes, at % tr->block_bytes);
             CHECK_OK(wk_cuda_copy_sync(got, dp, bytes, false));
             CHECK_MSG(memcmp(got, q, bytes) != 0, "%s packed: the layout did not change", tr->name);
             for (int h = 0; h < 2; h++) {
@@ -287,8 +303,8 @@ static void test_pack(void)
             CHECK_FAILS(wk_cuda_unpack(c, WK_TYPE_F16, dp, n, k, du), WK_ERR_INVALID, "no packed layout");
             CHECK_FAILS(wk_cuda_dequantize_packed(c, t, dp, n, k, db, WK_TYPE_Q8_0), WK_ERR_INVALID, "f32 or f16");
         }
-        wk_cuda_free(dq), wk_cuda_free(dp), wk_cuda_free(du), wk_cuda_free(dk), wk_cuda_free(da), wk_cuda_free(db);
-        free(f), free(a), free(b), free(q), free(want), free(got);
+        wk_cuda_free(dq), wk_cuda_free(dp), wk_cuda_free(du), wk_cuda_free(da), wk_cuda_free(db);
+        free(f), free(a), free(b), free(q), free(got);
     }
     CHECK(wk_cuda_pack_supports(WK_TYPE_Q4_1, 576, 576));
     CHECK(!wk_cuda_pack_supports(WK_TYPE_Q4_1, 40, 576));

@@ -133,12 +133,16 @@ wk_status wk_cuda_mm_unpack(wk_engine *e, wk_qmatmul *mm)
     if (!d || d->path != WK_CUDA_MM_QUANT || !wk_cuda_is_packed(d->type)) return WK_OK;
     wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
     const wk_type base = wk_cuda_unpacked(d->type), rows = wk_cuda_kept_type(base);
-    size_t row = 0;
-    void *nw = NULL;
+    size_t row = 0, grow = 0;
+    void *nw = NULL, *gguf = NULL; /* the GGUF rows, relaid out when they are kept otherwise */
     wk_status st = wk_type_row_bytes(rows, mm->k, &row);
+    if (!st) st = wk_type_row_bytes(base, mm->k, &grow);
     if (!st) st = wk_cuda_malloc(row * (size_t)mm->n, &nw);
-    if (!st) st = wk_cuda_unpack(c, base, d->w, mm->n, mm->k, nw);
+    if (!st && rows != base) st = wk_cuda_malloc(grow * (size_t)mm->n, &gguf);
+    if (!st) st = wk_cuda_unpack(c, base, d->w, mm->n, mm->k, gguf ? gguf : nw);
+    if (!st && gguf) st = wk_cuda_relayout(c, base, gguf, mm->n * mm->k, nw);
     if (!st) st = wk_cuda_ctx_sync(c);
+    wk_cuda_free(gguf);
     if (st) {
         wk_cuda_free(nw);
         return wk_fail_context(st, "CUDA qmatmul: a packed %s [%lld, %lld] weight back in rows",

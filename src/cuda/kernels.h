@@ -134,9 +134,8 @@ wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n
  * decodes it with a few bit operations; the same bytes as the GGUF blocks, so the weight
  * does not grow. A weight kept packed is named by wk_cuda_packed(t): t with the flag
  * WK_CUDA_PACKED (no GGUF type has it). wk_cuda_pack writes a GGUF weight of type t in
- * the packed layout; wk_cuda_unpack writes a packed one back in rows of
- * wk_cuda_kept_type(t) (Q8_0 as Q8_1, with its sums); wk_cuda_dequantize_packed makes
- * f32 or f16 rows of it. WICK_CUDA_PACK=0 keeps every weight in rows (read once). */
+ * the packed layout; wk_cuda_unpack writes a packed one back in its GGUF rows;
+ * wk_cuda_dequantize_packed makes f32 or f16 rows of it. WICK_CUDA_PACK=0 keeps every weight in rows (read once). */
 #define WK_CUDA_PACKED 16
 static inline wk_type wk_cuda_packed(wk_type t) { return (wk_type)((int)t | WK_CUDA_PACKED); }
 static inline bool wk_cuda_is_packed(wk_type t) { return ((int)t & WK_CUDA_PACKED) != 0; }

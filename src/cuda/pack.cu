@@ -1,5 +1,5 @@
 /* The packed GPU layout (qpack.cuh): made from GGUF rows when a weight is uploaded,
- * turned back into rows for the kernels that read rows (the decode attention launch),
+ * turned back into GGUF rows for the kernels that read rows (the decode attention launch),
  * and dequantized for the many-row path. Each runs once per weight or per prefill call. */
 #include <cuda_fp16.h>
 #include <stdint.h>
@@ -71,33 +71,21 @@ __global__ void pack_kernel(const uint8_t *__restrict__ src, int64_t groups, int
             }
 }
 
-/* One thread per GGUF block (row r, block bi): the block written back in rows, Q8_0 as
- * Q8_1 (the scale, the f16 of scale * sum of codes, the codes), as wk_cuda_relayout does. */
+/* One thread per GGUF block (row r, block bi): the block written back in its rows. */
 template <class P>
-__global__ void unpack_kernel(const uint8_t *__restrict__ src, int64_t n, int nblk, size_t out_row_bytes,
-                              int out_block, uint8_t *__restrict__ dst)
+__global__ void unpack_kernel(const uint8_t *__restrict__ src, int64_t n, int nblk, uint8_t *__restrict__ dst)
 {
     const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (id >= n * nblk) return;
     const int64_t r = id / nblk;
     const int bi = (int)(id - r * nblk), c = bi >> 1, b = bi & 1, rr = (int)(r & 15);
-    const int nch = nblk / 2;
-    const uint8_t *ch = src + ((r >> 4) * nch + c) * P::CB;
-    uint8_t *blk = dst + (size_t)r * out_row_bytes + (size_t)bi * out_block;
-    const uint16_t d = *reinterpret_cast<const uint16_t *>(ch + wkp::scale_off<P>(rr, b));
+    const uint8_t *ch = src + ((r >> 4) * (nblk / 2) + c) * P::CB;
+    uint8_t *blk = dst + ((size_t)r * nblk + bi) * P::GB;
+    st16(blk, ld16(ch + wkp::scale_off<P>(rr, b)));
+    if constexpr (P::ADD) st16(blk + 2, ld16(ch + wkp::scale_off<P>(rr, b) + 8));
     if constexpr (P::BITS == 8) {
-        int sum = 0;
-        for (int j = 0; j < 32; j++) {
-            const int q = wkp::code_at<P>(ch, rr, 32 * b + j) - 128;
-            sum += q;
-            blk[4 + j] = (uint8_t)(int8_t)q;
-        }
-        const __half ssum = __float2half_rn(__half2float(__ushort_as_half(d)) * (float)sum);
-        st16(blk, d);
-        st16(blk + 2, __half_as_ushort(ssum));
+        for (int j = 0; j < 32; j++) blk[P::QS_AT + j] = (uint8_t)(wkp::code_at<P>(ch, rr, 32 * b + j) ^ 0x80);
     } else {
-        st16(blk, d);
-        if constexpr (P::ADD) st16(blk + 2, *reinterpret_cast<const uint16_t *>(ch + wkp::scale_off<P>(rr, b) + 8));
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
             const int lo = wkp::code_at<P>(ch, rr, 32 * b + j), hi = wkp::code_at<P>(ch, rr, 32 * b + 16 + j);
@@ -161,10 +149,8 @@ template <class P> wk_status pack_t(wk_cuda_ctx *c, const void *src, int64_t n, 
 }
 template <class P> wk_status unpack_t(wk_cuda_ctx *c, const void *src, int64_t n, int64_t k, void *dst)
 {
-    const int nblk = (int)(k / 32), out_block = P::BITS == 8 ? 36 : P::GB;
-    unpack_kernel<P><<<blocks_for(n * nblk), 256, 0, c->stream>>>((const uint8_t *)src, n, nblk,
-                                                                  (size_t)nblk * out_block, out_block,
-                                                                  (uint8_t *)dst);
+    const int nblk = (int)(k / 32);
+    unpack_kernel<P><<<blocks_for(n * nblk), 256, 0, c->stream>>>((const uint8_t *)src, n, nblk, (uint8_t *)dst);
     return wk_cuda_check_launch("the unpacking kernel");
 }
 template <class P>
@@ -226,6 +212,7 @@ extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, 
 {
     wk_status st = check("unpacking", t, n, k, src, src);
     if (st) return st;
+    if ((uintptr_t)dst % 2) return wk_fail(WK_ERR_INVALID, "CUDA unpacking: the rows would start at an odd address");
     switch (t) {
     case WK_TYPE_Q4_0: return unpack_t<wkp::q4_0>(c, src, n, k, dst);
     case WK_TYPE_Q4_1: return unpack_t<wkp::q4_1>(c, src, n, k, dst);

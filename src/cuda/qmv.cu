@@ -630,11 +630,15 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     WK_TRACE_END();
 }
 
+/* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
+ * 1-4 input rows, 2 (128) for 5-8. */
+constexpr int PACKED_MINB[2] = {3, 2};
+
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
- * lane loads its part of a chunk straight into registers, two chunks ahead of the one it
- * multiplies, and decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
+ * lane loads its part of a chunk straight into registers, D chunks in flight, and
+ * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
  * 0). */
-template <class P, int NX, int MINB>
+template <class P, int NX, int MINB, int D>
 __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
@@ -657,11 +661,12 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
     const bool stage_norm = stage_norm_weights(p, norm_ws);
 
-    /* The first two chunks' loads go out before the wait (nothing earlier writes weights). */
+    /* The first D chunks' loads go out before the wait (nothing earlier writes weights). */
     int c = live > 0 ? kw : nchunk;
-    wkp::frag<P> f0, f1;
-    if (c < nchunk) wkp::load<P>(wg + (size_t)c * P::CB, lane, f0);
-    if (c + wpg < nchunk) wkp::load<P>(wg + (size_t)(c + wpg) * P::CB, lane, f1);
+    wkp::frag<P> f[D];
+#pragma unroll
+    for (int d = 0; d < D; d++)
+        if (c + d * wpg < nchunk) wkp::load<P>(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
     const int64_t step = step_of(p.dpos);
     float rcos[2][2], rsin[2][2];
     rope_angles<NX>(od, n0, g, t, step, rcos, rsin);
@@ -685,18 +690,16 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 #pragma unroll
     for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    for (; c < nchunk; c += wpg) {
-        wkp::frag<P> f2 = f1;
-        if (c + 2 * wpg < nchunk) wkp::load<P>(wg + (size_t)(c + 2 * wpg) * P::CB, lane, f2);
+    auto chunk = [&](const wkp::frag<P> &fr, int cc) {
 #pragma unroll
         for (int b = 0; b < 2; b++) {
             float tmp[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
             float xs0 = 0.f, xs1 = 0.f;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int s = 2 * b + h, seg = 4 * c + s;
+                const int s = 2 * b + h, seg = 4 * cc + s;
                 uint32_t a0, a1, a2, a3;
-                wkp::step<P>(f0, s, a0, a1, a2, a3);
+                wkp::step<P>(fr, s, a0, a1, a2, a3);
                 const uint2 bx = bl0 ? *reinterpret_cast<const uint2 *>(xb0 + seg * SEG) : make_uint2(0, 0);
                 mma16816(tmp[0], a0, a1, a2, a3, bx.x, bx.y);
                 if (P::ADD) xs0 += sum0[seg];
@@ -706,8 +709,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
                     if (P::ADD) xs1 += sum1[seg];
                 }
             }
-            const float2 d = wkp::scales<P>(f0, b);
-            const float2 mn = wkp::mins<P>(f0, b);
+            const float2 d = wkp::scales<P>(fr, b);
+            const float2 mn = wkp::mins<P>(fr, b);
 #pragma unroll
             for (int j = 0; j < NX; j++) {
                 acc[j][0] = fmaf(d.x, tmp[j][0], acc[j][0]);
@@ -721,8 +724,16 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
                 }
             }
         }
-        f0 = f1;
-        f1 = f2;
+    };
+    /* Slot d holds chunk c + d wpg; once multiplied it is refilled D chunks ahead. */
+    for (; c < nchunk; c += D * wpg) {
+#pragma unroll
+        for (int d = 0; d < D; d++) {
+            const int cc = c + d * wpg;
+            if (cc >= nchunk) break;
+            chunk(f[d], cc);
+            if (cc + D * wpg < nchunk) wkp::load<P>(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
+        }
     }
 
     WK_TRACE_MARK(3);
@@ -748,26 +759,37 @@ long inline_total()
 
 /* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
  * staging a warp, at most MINB blocks of 8 warps per SM by its registers. */
+/* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8 per
+ * SM (the kernel's register bound), so that large matrices run in one wave. */
+int first_wpg(int64_t groups, int nchunk, int sms, int minb)
+{
+    int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
+    const long budget = 8L * minb * sms;
+    if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
+    return wpg;
+}
+/* Then as many row groups per block as fill 8 warps while every SM still gets a block
+ * (each block prepares its own input). */
+int groups_per_block(int64_t groups, int wpg, int sms)
+{
+    int rg = MAX_WARPS / wpg;
+    if (rg > groups / sms) rg = groups / sms < 1 ? 1 : (int)(groups / sms);
+    return rg;
+}
+
 template <void (*K)(params)>
 wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb)
 {
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
-    /* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8
-     * per SM (the kernel's register bound), so that large matrices run in one wave; then
-     * as many row groups per block as fill 8 warps while every SM still gets a block (each
-     * block prepares its own input). */
-    int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
-    const long budget = 8L * minb * sms;
-    if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
+    int wpg = first_wpg(groups, nchunk, sms, minb);
     /* Fewer warps per row group while shared memory would make a second wave (the big
      * chunks of Q8_0 and Q6_K). */
     static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
     int rg, nw, blocks;
     size_t smem;
     for (;;) {
-        rg = MAX_WARPS / wpg;
-        if (rg > groups / sms) rg = groups / sms < 1 ? 1 : groups / sms;
+        rg = groups_per_block(groups, wpg, sms);
         nw = wpg * rg;
         blocks = 0;
         for (int i = 0; i < p.nout; i++) {
@@ -853,11 +875,13 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 
 /* The packed kernel: 128 registers (2 blocks of 8 warps per SM) for 5-8 input rows, 80
  * (3 blocks) for 1-4. */
+/* Chunks in flight a warp: 3 for 1-4 rows, 2 for 5-8 (H200, 8192 x 4096: Q4_1 m = 1 12.6
+ * -> 11.4 us with 3 against 2; 4 was slower for Q8_0 and Q4_1 at 2-8 rows). */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count(), nchunk = p.k / wkp::KC;
-    if (p.m > 4) return launch_geom<qmv_packed_kernel<P, 2, 2>>(c, p, sms, nchunk, 0, 2);
-    return launch_geom<qmv_packed_kernel<P, 1, 3>>(c, p, sms, nchunk, 0, 3);
+    if (p.m > 4) return launch_geom<qmv_packed_kernel<P, 2, PACKED_MINB[1], 2>>(c, p, sms, nchunk, 0, PACKED_MINB[1]);
+    return launch_geom<qmv_packed_kernel<P, 1, PACKED_MINB[0], 3>>(c, p, sms, nchunk, 0, PACKED_MINB[0]);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -945,7 +969,17 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
-    p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= inline_total();
+    if (packed) {
+        /* Counted in blocks, and only half as many: with no weights staged ahead, a block
+         * preparing a long input waits (H200, 8192 x 4096 Q4_0, m = 1: 512 blocks of 4096
+         * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
+         * 49152 x 576 head 9.9 inside, 11.3 outside). */
+        const int sms = sm_count(), nchunk = (int)(j->k / wkp::KC), minb = PACKED_MINB[j->m > 4];
+        const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
+        p.inline_x = j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
+    } else {
+        p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= inline_total();
+    }
     if (!p.inline_x) {
         wk_status rs = wk_cuda_scratch_reserve(c, wk_cuda_qmv_scratch_bytes(j->m, j->k));
         if (rs) return rs;
