@@ -11,9 +11,6 @@
 #include "check.h"
 #include "cuda_check.h"
 #include "quant/traits.h"
-#ifdef WICK_HAVE_CUDA
-#include "cuda/cuda_engine.h"
-#endif
 #include "wick/quant.h"
 #include "wick/tensor.h"
 
@@ -140,20 +137,6 @@ static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
             printf("%-28s n=%lld k=%lld: worst relative error %.3g\n", label, (long long)n,
                    (long long)k, worst);
         }
-#ifdef WICK_HAVE_CUDA
-        /* A packed weight rewritten in rows, as the decode attention launch asks: the rows
-         * of its kept type, and the same results. */
-        wk_type kt;
-        const void *kw;
-        if (wk_cuda_mm_quant_weight(mm, &kt, &kw) && wk_cuda_is_packed(kt)) {
-            CHECK_OK(wk_cuda_mm_unpack(e, mm));
-            CHECK(wk_cuda_mm_quant_weight(mm, &kt, &kw) && kt == wk_cuda_kept_type(t));
-            char label[96];
-            snprintf(label, sizeof label, "%s unpacked", wk_type_name(t));
-            const int64_t ms[] = {1, 8, 34};
-            for (int mi = 0; mi < 3; mi++) run_case(e, mm, wref, n, k, ms[mi], WK_TYPE_F32, 2e-5, label);
-        }
-#endif
         wk_qmatmul_free(mm);
     }
     wk_qtensor_free(w);
@@ -256,12 +239,14 @@ static void test_pack(void)
     wk_cuda_ctx *c = NULL;
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return;
-    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
-    const int64_t n = 48, k = 320;
+    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
+                             WK_TYPE_Q8_0, WK_TYPE_Q4_K, WK_TYPE_Q6_K};
+    const int64_t n = 48;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const wk_type t = types[ti];
+        const int64_t k = wk_traits(t)->block_size == 256 ? 768 : 320;
         const wk_type_traits *tr = wk_traits(t);
-        const size_t bytes = (size_t)(n * k / 32) * tr->block_bytes;
+        const size_t bytes = (size_t)(n * k / tr->block_size) * tr->block_bytes;
         float *f = malloc(sizeof(float) * (size_t)(n * k)), *a = malloc(sizeof(float) * (size_t)(n * k)),
               *b = malloc(sizeof(float) * (size_t)(n * k));
         uint8_t *q = malloc(bytes), *got = malloc(bytes);
@@ -296,7 +281,8 @@ static void test_pack(void)
             }
         }
         if (ti == 0 && dq && dp) {
-            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q4_K, dq, n, 256, dp), WK_ERR_INVALID, "no packed layout");
+            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q2_K, dq, n, 256, dp), WK_ERR_INVALID, "no packed layout");
+            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q4_K, dq, n, 320, dp), WK_ERR_INVALID, "k of 256");
             CHECK_FAILS(wk_cuda_pack(c, t, dq, 40, k, dp), WK_ERR_INVALID, "[40, 320]");
             CHECK_FAILS(wk_cuda_pack(c, t, dq, n, 96, dp), WK_ERR_INVALID, "k of 64");
             CHECK_FAILS(wk_cuda_pack(c, t, dq, n, k, (char *)dp + 4), WK_ERR_INVALID, "16-byte");
@@ -306,9 +292,13 @@ static void test_pack(void)
         wk_cuda_free(dq), wk_cuda_free(dp), wk_cuda_free(du), wk_cuda_free(da), wk_cuda_free(db);
         free(f), free(a), free(b), free(q), free(got);
     }
+    for (int id = 0; id < WK_TYPE_COUNT; id++) /* the flag names no type */
+        CHECK(!wk_cuda_is_packed((wk_type)id) && wk_cuda_unpacked(wk_cuda_packed((wk_type)id)) == (wk_type)id);
     CHECK(wk_cuda_pack_supports(WK_TYPE_Q4_1, 576, 576));
     CHECK(!wk_cuda_pack_supports(WK_TYPE_Q4_1, 40, 576));
     CHECK(!wk_cuda_pack_supports(WK_TYPE_Q6_K, 576, 576));
+    CHECK(wk_cuda_pack_supports(WK_TYPE_Q6_K, 576, 768));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q5_K, 576, 768));
     wk_cuda_ctx_free(c);
 }
 #endif
@@ -340,8 +330,10 @@ int main(void)
     test_type(e, WK_TYPE_F32, 24, 40);
     /* The packed layout (rows a multiple of 16, k of 64; above, 48 x 4096 Q8_0 is packed
      * too): each packable format at 1-256 rows, and the default model's k = 576. */
-    const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
+    const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
+                                WK_TYPE_Q8_0, WK_TYPE_Q4_K, WK_TYPE_Q6_K};
     for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) test_type(e, packable[i], 48, 512);
+    test_type(e, WK_TYPE_Q6_K, 32, 1536);
     test_type(e, WK_TYPE_Q4_1, 64, 576);
     test_rejections(e);
 #ifdef WICK_HAVE_CUDA

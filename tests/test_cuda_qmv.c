@@ -55,7 +55,7 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
         wref[o] = malloc(sizeof(double) * (size_t)(ns[o] * k));
         w[o] = make_weight(t, ns[o], k, wref[o]);
         if (packed) {
-            const size_t bytes = (size_t)(ns[o] * k / 32) * wk_traits(t)->block_bytes;
+            const size_t bytes = (size_t)(ns[o] * k / wk_traits(t)->block_size) * wk_traits(t)->block_bytes;
             void *pw = NULL;
             CHECK_OK(wk_cuda_malloc(bytes, &pw));
             CHECK_OK(wk_cuda_pack(c, t, w[o], ns[o], k, pw));
@@ -286,8 +286,8 @@ static void test_rejections(wk_cuda_ctx *c)
     j.add_from = NULL;
     j.wtype = WK_TYPE_F32;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "f32");
-    /* Packed weights: only the five packable formats, whole row groups, k of 64, on 16 bytes. */
-    j.wtype = wk_cuda_packed(WK_TYPE_Q4_K);
+    /* Packed weights: only the packable formats, whole row groups, k of 64, on 16 bytes. */
+    j.wtype = wk_cuda_packed(WK_TYPE_Q5_K);
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "(packed)");
     j.wtype = wk_cuda_packed(WK_TYPE_Q8_0);
     j.out[0].n = 8;
@@ -334,7 +334,8 @@ int main(void)
      * and a longer output. */
     const struct { wk_type t; int64_t k; } packs[] = {
         {WK_TYPE_Q4_0, 1024}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1536},
-        {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536},
+        {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536}, {WK_TYPE_Q4_K, 1024},
+        {WK_TYPE_Q4_K, 256}, {WK_TYPE_Q6_K, 768},
     };
     const int64_t pms[] = {1, 2, 4, 5, 8};
     for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {

@@ -15,10 +15,6 @@ wk_status wk_cuda_mm_forward_dyn(wk_engine *e, wk_qmatmul *mm, wk_dptr x, int64_
 bool wk_cuda_mm_graphable(const wk_qmatmul *mm);
 /* The weight's format and device bytes when the matmul reads it in its own format. */
 bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w);
-/* A packed weight (wk_cuda_packed) rewritten in rows of its kept type, for the kernels
- * that read rows (the decode attention launch); nothing for other weights. Synchronous:
- * never inside a graph capture. */
-wk_status wk_cuda_mm_unpack(wk_engine *e, wk_qmatmul *mm);
 
 /* Counters of the model backend: step lists replayed as graphs, captured, run eagerly;
  * with WICK_CUDA_STEP_TIMES=1 the mean GPU time of a replayed step in us (else 0). */

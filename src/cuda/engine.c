@@ -127,35 +127,6 @@ bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w
     return true;
 }
 
-wk_status wk_cuda_mm_unpack(wk_engine *e, wk_qmatmul *mm)
-{
-    wk_cuda_mm *d = mm->impl;
-    if (!d || d->path != WK_CUDA_MM_QUANT || !wk_cuda_is_packed(d->type)) return WK_OK;
-    wk_cuda_ctx *c = wk_cuda_engine_ctx(e);
-    const wk_type base = wk_cuda_unpacked(d->type), rows = wk_cuda_kept_type(base);
-    size_t row = 0, grow = 0;
-    void *nw = NULL, *gguf = NULL; /* the GGUF rows, relaid out when they are kept otherwise */
-    wk_status st = wk_type_row_bytes(rows, mm->k, &row);
-    if (!st) st = wk_type_row_bytes(base, mm->k, &grow);
-    if (!st) st = wk_cuda_malloc(row * (size_t)mm->n, &nw);
-    if (!st && rows != base) st = wk_cuda_malloc(grow * (size_t)mm->n, &gguf);
-    if (!st) st = wk_cuda_unpack(c, base, d->w, mm->n, mm->k, gguf ? gguf : nw);
-    if (!st && gguf) st = wk_cuda_relayout(c, base, gguf, mm->n * mm->k, nw);
-    if (!st) st = wk_cuda_ctx_sync(c);
-    wk_cuda_free(gguf);
-    if (st) {
-        wk_cuda_free(nw);
-        return wk_fail_context(st, "CUDA qmatmul: a packed %s [%lld, %lld] weight back in rows",
-                               wk_type_name(base), (long long)mm->n, (long long)mm->k);
-    }
-    wk_cuda_free(d->owned);
-    d->owned = nw;
-    d->w = nw;
-    d->type = rows;
-    mm->nbytes = row * (size_t)mm->n;
-    return WK_OK;
-}
-
 static void wk_cuda_mm_free(wk_engine *e, wk_qmatmul *mm)
 {
     wk_cuda_mm *d = mm->impl;

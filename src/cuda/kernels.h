@@ -129,14 +129,16 @@ wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64
 wk_type wk_cuda_kept_type(wk_type t);
 wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t nelem, void *dst);
 /* The packed GPU layout (qpack.cuh, pack.cu) of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights
- * with n % 16 == 0 and k % 64 == 0: every 16 rows x 64 elements rearranged so that each
- * lane of the matrix-vector kernel reads its part with one or two 16-byte loads and
- * decodes it with a few bit operations; the same bytes as the GGUF blocks, so the weight
- * does not grow. A weight kept packed is named by wk_cuda_packed(t): t with the flag
- * WK_CUDA_PACKED (no GGUF type has it). wk_cuda_pack writes a GGUF weight of type t in
- * the packed layout; wk_cuda_unpack writes a packed one back in its GGUF rows;
- * wk_cuda_dequantize_packed makes f32 or f16 rows of it. WICK_CUDA_PACK=0 keeps every weight in rows (read once). */
-#define WK_CUDA_PACKED 16
+ * with n % 16 == 0 and k % 64 == 0, and of Q4_K and Q6_K weights with k % 256 == 0:
+ * every 16 rows x 64 (256) elements rearranged so that each lane of the matrix-vector
+ * kernel reads its part with 16-byte loads and decodes it with a few bit operations; the
+ * same bytes as the GGUF blocks, so the weight does not grow. A weight kept packed is
+ * named by wk_cuda_packed(t): t with the flag WK_CUDA_PACKED, which lies above every type
+ * id (WK_TYPE_COUNT), so no type reads as packed. wk_cuda_pack writes a GGUF weight of
+ * type t in the packed layout; wk_cuda_unpack writes a packed one back in its GGUF rows;
+ * wk_cuda_dequantize_packed makes f32 or f16 rows of it. WICK_CUDA_PACK=0 keeps every
+ * weight in rows (read once). */
+#define WK_CUDA_PACKED 64
 static inline wk_type wk_cuda_packed(wk_type t) { return (wk_type)((int)t | WK_CUDA_PACKED); }
 static inline bool wk_cuda_is_packed(wk_type t) { return ((int)t & WK_CUDA_PACKED) != 0; }
 static inline wk_type wk_cuda_unpacked(wk_type t) { return (wk_type)((int)t & ~WK_CUDA_PACKED); }

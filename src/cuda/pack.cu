@@ -66,8 +66,8 @@ __global__ void pack_kernel(const uint8_t *__restrict__ src, int64_t groups, int
     if (t == 0)
         for (int b = 0; b < 2; b++)
             for (int up = 0; up < 2; up++) {
-                st16(ch + wkp::scale_off<P>(g + 8 * up, b), ld16(rows[up] + b * P::GB));
-                if constexpr (P::ADD) st16(ch + wkp::scale_off<P>(g + 8 * up, b) + 8, ld16(rows[up] + b * P::GB + 2));
+                st16(ch + P::scale_off(g + 8 * up, b), ld16(rows[up] + b * P::GB));
+                if constexpr (P::ADD) st16(ch + P::scale_off(g + 8 * up, b) + 8, ld16(rows[up] + b * P::GB + 2));
             }
 }
 
@@ -81,14 +81,14 @@ __global__ void unpack_kernel(const uint8_t *__restrict__ src, int64_t n, int nb
     const int bi = (int)(id - r * nblk), c = bi >> 1, b = bi & 1, rr = (int)(r & 15);
     const uint8_t *ch = src + ((r >> 4) * (nblk / 2) + c) * P::CB;
     uint8_t *blk = dst + ((size_t)r * nblk + bi) * P::GB;
-    st16(blk, ld16(ch + wkp::scale_off<P>(rr, b)));
-    if constexpr (P::ADD) st16(blk + 2, ld16(ch + wkp::scale_off<P>(rr, b) + 8));
+    st16(blk, ld16(ch + P::scale_off(rr, b)));
+    if constexpr (P::ADD) st16(blk + 2, ld16(ch + P::scale_off(rr, b) + 8));
     if constexpr (P::BITS == 8) {
-        for (int j = 0; j < 32; j++) blk[P::QS_AT + j] = (uint8_t)(wkp::code_at<P>(ch, rr, 32 * b + j) ^ 0x80);
+        for (int j = 0; j < 32; j++) blk[P::QS_AT + j] = (uint8_t)(P::code_at(ch, rr, 32 * b + j) ^ 0x80);
     } else {
         uint32_t qh = 0;
         for (int j = 0; j < 16; j++) {
-            const int lo = wkp::code_at<P>(ch, rr, 32 * b + j), hi = wkp::code_at<P>(ch, rr, 32 * b + 16 + j);
+            const int lo = P::code_at(ch, rr, 32 * b + j), hi = P::code_at(ch, rr, 32 * b + 16 + j);
             blk[P::QS_AT + j] = (uint8_t)((lo & 15) | (hi & 15) << 4);
             qh |= (uint32_t)((lo >> 4) & 1) << j | (uint32_t)((hi >> 4) & 1) << (16 + j);
         }
@@ -109,8 +109,8 @@ template <> __device__ __forceinline__ void store4<__half>(__half *o, float a, f
                                                *reinterpret_cast<const uint32_t *>(&y));
 }
 
-/* One thread per (row group, chunk, lane): its 32 weights, w = d q + m with the CPU's
- * rounding (one product, then the sum), as the rows' dequantization kernel. */
+/* One thread per (row group, chunk, lane): its weights (8 a step), w = scale q + add with
+ * the CPU's rounding (one product, then the sum), as the rows' dequantization kernel. */
 template <class P, typename OT>
 __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t groups, int nch, int64_t k,
                                       OT *__restrict__ y)
@@ -120,20 +120,109 @@ __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t gro
     const int lane = (int)(id & 31), g = lane >> 2, t = lane & 3;
     const int64_t gc = id >> 5, G = gc / nch;
     const int c = (int)(gc - G * nch);
-    wkp::frag<P> f;
-    wkp::load<P>(w + gc * P::CB, lane, f);
+    typename P::frag f;
+    P::load(w + gc * P::CB, lane, f);
 #pragma unroll
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < P::NS; s++) {
         uint32_t a[4];
-        wkp::step<P>(f, s, a[0], a[1], a[2], a[3]);
-        const float2 d = wkp::scales<P>(f, s >> 1), mn = wkp::mins<P>(f, s >> 1);
+        P::step(f, s, a[0], a[1], a[2], a[3]);
+        const float2 d = P::scale(f, s / P::SG), mn = P::add(f, s / P::SG);
 #pragma unroll
         for (int up = 0; up < 2; up++) {
             const float2 q01 = __half22float2(wkp::u2h(a[up])), q23 = __half22float2(wkp::u2h(a[2 + up]));
             const float sc = up ? d.y : d.x, ad = up ? mn.y : mn.x;
-            OT *o = y + (size_t)(16 * G + g + 8 * up) * k + (size_t)c * wkp::KC + 16 * s + 4 * t;
+            OT *o = y + (size_t)(16 * G + g + 8 * up) * k + (size_t)c * P::KC + 16 * s + 4 * t;
             store4<OT>(o, __fadd_rn(__fmul_rn(sc, q01.x), ad), __fadd_rn(__fmul_rn(sc, q01.y), ad),
                        __fadd_rn(__fmul_rn(sc, q23.x), ad), __fadd_rn(__fmul_rn(sc, q23.y), ad));
+        }
+    }
+}
+
+/* ---- the K formats (one super-block a chunk row) ----
+ * The stored code (q + 32 for Q6_K) of element e (0..255) of a GGUF super-block. */
+template <class P> __device__ __forceinline__ int gguf_code_k(const uint8_t *blk, int e)
+{
+    if constexpr (P::GB == 144) { /* Q4_K: sub-blocks 2c, 2c + 1 share qs[32 c ..] (low, high nibbles) */
+        return (blk[16 + 32 * (e >> 6) + (e & 31)] >> (4 * ((e >> 5) & 1))) & 15;
+    } else { /* Q6_K: ql[128], qh[64]; 128-element halves n, quarters r of 32 */
+        const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
+        const int lo = (blk[64 * n + l + 32 * (r & 1)] >> (4 * (r >> 1))) & 15;
+        const int hi = (blk[128 + 32 * n + l] >> (2 * r)) & 3;
+        return lo | hi << 4;
+    }
+}
+/* The GGUF super-block's header (d, dmin, scales) / scales and d, which the chunk keeps
+ * as they are: bytes [from, from + n) of the block go to chunk offset to(rr). */
+template <class P> __device__ __forceinline__ void k_header_move(uint8_t *ch, uint8_t *blk, int rr, bool to_chunk)
+{
+    auto mv = [&](int boff, int coff, int n) {
+        for (int i = 0; i < n; i++) {
+            if (to_chunk) ch[coff + i] = blk[boff + i];
+            else blk[boff + i] = ch[coff + i];
+        }
+    };
+    if constexpr (P::GB == 144) {
+        mv(0, P::hdr_off(rr), 16);
+    } else {
+        mv(192, P::SC + 32 * (rr & 7) + 16 * (rr >> 3), 16);
+        mv(208, P::D + 4 * (rr & 7) + 2 * (rr >> 3), 2);
+    }
+}
+
+/* One thread per (row group, super-block, lane): the lane's words of the chunk. */
+template <class P>
+__global__ void pack_k_kernel(const uint8_t *__restrict__ src, int64_t groups, int nch, size_t row_bytes,
+                              uint8_t *__restrict__ dst)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= groups * nch * 32) return;
+    const int lane = (int)(id & 31), g = lane >> 2, t = lane & 3;
+    const int64_t gc = id >> 5, G = gc / nch;
+    const int c = (int)(gc - G * nch);
+    uint8_t *ch = dst + gc * P::CB;
+    const uint8_t *rows[2] = {src + (size_t)(16 * G + g) * row_bytes + (size_t)c * P::GB,
+                              src + (size_t)(16 * G + g + 8) * row_bytes + (size_t)c * P::GB};
+    for (int s = 0; s < 16; s++) {
+        uint32_t lo = 0, hi = 0;
+        for (int up = 0; up < 2; up++)
+            for (int i = 0; i < 4; i++) {
+                const int q = gguf_code_k<P>(rows[up], 16 * s + 4 * t + i), pos = wkp::nib_pos(i, up);
+                lo |= (uint32_t)(q & 15) << pos;
+                hi |= (uint32_t)(q >> 4) << (pos + 2 * (s & 1));
+            }
+        *reinterpret_cast<uint32_t *>(ch + wkp::nib_word_at(lane, s)) = lo;
+        if constexpr (P::GB == 210) {
+            uint32_t *hw = reinterpret_cast<uint32_t *>(ch + P::HI + wkp::nib_word_at(lane, s >> 1));
+            if (s & 1) *hw |= hi;
+            else *hw = hi;
+        }
+    }
+    if (t == 0)
+        for (int up = 0; up < 2; up++) k_header_move<P>(ch, const_cast<uint8_t *>(rows[up]), g + 8 * up, true);
+}
+
+/* One thread per GGUF super-block (row r, block bi): the block written back in its rows. */
+template <class P>
+__global__ void unpack_k_kernel(const uint8_t *__restrict__ src, int64_t n, int nblk, uint8_t *__restrict__ dst)
+{
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= n * nblk) return;
+    const int64_t r = id / nblk;
+    const int bi = (int)(id - r * nblk), rr = (int)(r & 15);
+    const uint8_t *ch = src + ((r >> 4) * nblk + bi) * P::CB;
+    uint8_t *blk = dst + ((size_t)r * nblk + bi) * P::GB;
+    k_header_move<P>(const_cast<uint8_t *>(ch), blk, rr, false);
+    if constexpr (P::GB == 144) {
+        for (int i = 0; i < 128; i++) { /* qs[i]: element 64 (i / 32) + i % 32 low, + 32 high */
+            const int e = 64 * (i >> 5) + (i & 31);
+            blk[16 + i] = (uint8_t)(P::code_at(ch, rr, e) | P::code_at(ch, rr, e + 32) << 4);
+        }
+    } else {
+        for (int i = 0; i < 192; i++) blk[i] = 0;
+        for (int e = 0; e < 256; e++) {
+            const int q = P::code_at(ch, rr, e), nn = e >> 7, rq = (e >> 5) & 3, l = e & 31;
+            blk[64 * nn + l + 32 * (rq & 1)] |= (uint8_t)((q & 15) << (4 * (rq >> 1)));
+            blk[128 + 32 * nn + l] |= (uint8_t)((q >> 4) << (2 * rq));
         }
     }
 }
@@ -142,21 +231,33 @@ unsigned blocks_for(int64_t threads) { return (unsigned)((threads + 255) / 256);
 
 template <class P> wk_status pack_t(wk_cuda_ctx *c, const void *src, int64_t n, int64_t k, void *dst)
 {
-    const int64_t groups = n / 16, nch = k / wkp::KC;
-    pack_kernel<P><<<blocks_for(groups * nch * 32), 256, 0, c->stream>>>(
-        (const uint8_t *)src, groups, (int)nch, (size_t)(k / 32) * P::GB, (uint8_t *)dst);
+    const int64_t groups = n / 16, nch = k / P::KC;
+    const unsigned blocks = blocks_for(groups * nch * 32);
+    if constexpr (P::KC == 64)
+        pack_kernel<P><<<blocks, 256, 0, c->stream>>>((const uint8_t *)src, groups, (int)nch,
+                                                      (size_t)(k / 32) * P::GB, (uint8_t *)dst);
+    else
+        pack_k_kernel<P><<<blocks, 256, 0, c->stream>>>((const uint8_t *)src, groups, (int)nch,
+                                                        (size_t)(k / 256) * P::GB, (uint8_t *)dst);
     return wk_cuda_check_launch("the packing kernel");
 }
 template <class P> wk_status unpack_t(wk_cuda_ctx *c, const void *src, int64_t n, int64_t k, void *dst)
 {
-    const int nblk = (int)(k / 32);
-    unpack_kernel<P><<<blocks_for(n * nblk), 256, 0, c->stream>>>((const uint8_t *)src, n, nblk, (uint8_t *)dst);
+    if constexpr (P::KC == 64) {
+        const int nblk = (int)(k / 32);
+        unpack_kernel<P><<<blocks_for(n * nblk), 256, 0, c->stream>>>((const uint8_t *)src, n, nblk,
+                                                                      (uint8_t *)dst);
+    } else {
+        const int nblk = (int)(k / 256);
+        unpack_k_kernel<P><<<blocks_for(n * nblk), 256, 0, c->stream>>>((const uint8_t *)src, n, nblk,
+                                                                        (uint8_t *)dst);
+    }
     return wk_cuda_check_launch("the unpacking kernel");
 }
 template <class P>
 wk_status dequant_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, void *dst, wk_type dst_type)
 {
-    const int64_t groups = n / 16, nch = k / wkp::KC;
+    const int64_t groups = n / 16, nch = k / P::KC;
     const unsigned blocks = blocks_for(groups * nch * 32);
     if (dst_type == WK_TYPE_F32)
         dequant_packed_kernel<P, float><<<blocks, 256, 0, c->stream>>>((const uint8_t *)w, groups, (int)nch, k,
@@ -172,7 +273,8 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
 {
     if (!wk_cuda_pack_supports(t, n, k))
         return wk_fail(WK_ERR_INVALID, "CUDA %s: a %s [%lld, %lld] weight has no packed layout (Q4_0, Q4_1, "
-                                       "Q5_0, Q5_1, Q8_0 with rows a multiple of 16 and k of 64)", what,
+                                       "Q5_0, Q5_1, Q8_0 with rows a multiple of 16 and k of 64; Q4_K, "
+                                       "Q6_K with k of 256)", what,
                        wk_traits(t) ? wk_traits(t)->name : "(unknown type)", (long long)n, (long long)k);
     if ((uintptr_t)a % 16 || (uintptr_t)b % 16)
         return wk_fail(WK_ERR_INVALID, "CUDA %s: buffers must start on 16-byte boundaries", what);
@@ -183,9 +285,11 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
 
 extern "C" bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k)
 {
-    const bool type_ok = t == WK_TYPE_Q4_0 || t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1 ||
-                         t == WK_TYPE_Q8_0;
-    return type_ok && n > 0 && k > 0 && n % 16 == 0 && k % wkp::KC == 0 && n <= INT32_MAX && k <= (1 << 24);
+    const bool blk32 = t == WK_TYPE_Q4_0 || t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1 ||
+                       t == WK_TYPE_Q8_0;
+    const bool kq = t == WK_TYPE_Q4_K || t == WK_TYPE_Q6_K;
+    return (blk32 || kq) && n > 0 && k > 0 && n % 16 == 0 && k % (kq ? 256 : 64) == 0 && n <= INT32_MAX &&
+           k <= (1 << 24);
 }
 
 extern "C" bool wk_cuda_pack_enabled(void)
@@ -204,6 +308,8 @@ extern "C" wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, in
     case WK_TYPE_Q4_1: return pack_t<wkp::q4_1>(c, src, n, k, dst);
     case WK_TYPE_Q5_0: return pack_t<wkp::q5_0>(c, src, n, k, dst);
     case WK_TYPE_Q5_1: return pack_t<wkp::q5_1>(c, src, n, k, dst);
+    case WK_TYPE_Q4_K: return pack_t<wkp::q4_K>(c, src, n, k, dst);
+    case WK_TYPE_Q6_K: return pack_t<wkp::q6_K>(c, src, n, k, dst);
     default: return pack_t<wkp::q8_0>(c, src, n, k, dst);
     }
 }
@@ -218,6 +324,8 @@ extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, 
     case WK_TYPE_Q4_1: return unpack_t<wkp::q4_1>(c, src, n, k, dst);
     case WK_TYPE_Q5_0: return unpack_t<wkp::q5_0>(c, src, n, k, dst);
     case WK_TYPE_Q5_1: return unpack_t<wkp::q5_1>(c, src, n, k, dst);
+    case WK_TYPE_Q4_K: return unpack_t<wkp::q4_K>(c, src, n, k, dst);
+    case WK_TYPE_Q6_K: return unpack_t<wkp::q6_K>(c, src, n, k, dst);
     default: return unpack_t<wkp::q8_0>(c, src, n, k, dst);
     }
 }
@@ -234,6 +342,8 @@ extern "C" wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const 
     case WK_TYPE_Q4_1: return dequant_t<wkp::q4_1>(c, w, n, k, dst, dst_type);
     case WK_TYPE_Q5_0: return dequant_t<wkp::q5_0>(c, w, n, k, dst, dst_type);
     case WK_TYPE_Q5_1: return dequant_t<wkp::q5_1>(c, w, n, k, dst, dst_type);
+    case WK_TYPE_Q4_K: return dequant_t<wkp::q4_K>(c, w, n, k, dst, dst_type);
+    case WK_TYPE_Q6_K: return dequant_t<wkp::q6_K>(c, w, n, k, dst, dst_type);
     default: return dequant_t<wkp::q8_0>(c, w, n, k, dst, dst_type);
     }
 }

@@ -631,8 +631,12 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 }
 
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
- * 1-4 input rows, 2 (128) for 5-8. */
-constexpr int PACKED_MINB[2] = {3, 2};
+ * 1-4 input rows of the 32-element formats, else 2 (128: a K format's chunk is four
+ * times as large); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
+ * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
+ * slower for Q8_0 and Q4_1 at 2-8 rows). */
+template <class P> constexpr int packed_minb(bool) { return P::KC != 64 ? 2 : 3; }
+template <class P> constexpr int packed_depth(bool nx2) { return nx2 || P::KC != 64 ? 2 : 3; }
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
@@ -653,7 +657,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     const out_desc od = pick_out(p, o);
     const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
     const int live = min(16, od.n - n0);
-    const int nchunk = p.k / wkp::KC;
+    const int nchunk = p.k / P::KC;
     const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
 
     float *red = reinterpret_cast<float *>(smem);
@@ -663,10 +667,10 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 
     /* The first D chunks' loads go out before the wait (nothing earlier writes weights). */
     int c = live > 0 ? kw : nchunk;
-    wkp::frag<P> f[D];
+    typename P::frag f[D];
 #pragma unroll
     for (int d = 0; d < D; d++)
-        if (c + d * wpg < nchunk) wkp::load<P>(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
+        if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
     const int64_t step = step_of(p.dpos);
     float rcos[2][2], rsin[2][2];
     rope_angles<NX>(od, n0, g, t, step, rcos, rsin);
@@ -690,16 +694,16 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 #pragma unroll
     for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    auto chunk = [&](const wkp::frag<P> &fr, int cc) {
+    auto chunk = [&](const typename P::frag &fr, int cc) {
 #pragma unroll
-        for (int b = 0; b < 2; b++) {
+        for (int b = 0; b < P::NS / P::SG; b++) { /* the steps that share a scale */
             float tmp[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
             float xs0 = 0.f, xs1 = 0.f;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int s = 2 * b + h, seg = 4 * cc + s;
+            for (int h = 0; h < P::SG; h++) {
+                const int s = P::SG * b + h, seg = P::NS * cc + s;
                 uint32_t a0, a1, a2, a3;
-                wkp::step<P>(fr, s, a0, a1, a2, a3);
+                P::step(fr, s, a0, a1, a2, a3);
                 const uint2 bx = bl0 ? *reinterpret_cast<const uint2 *>(xb0 + seg * SEG) : make_uint2(0, 0);
                 mma16816(tmp[0], a0, a1, a2, a3, bx.x, bx.y);
                 if (P::ADD) xs0 += sum0[seg];
@@ -709,15 +713,15 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
                     if (P::ADD) xs1 += sum1[seg];
                 }
             }
-            const float2 d = wkp::scales<P>(fr, b);
-            const float2 mn = wkp::mins<P>(fr, b);
+            const float2 d = P::scale(fr, b);
+            const float2 mn = P::add(fr, b);
 #pragma unroll
             for (int j = 0; j < NX; j++) {
                 acc[j][0] = fmaf(d.x, tmp[j][0], acc[j][0]);
                 acc[j][1] = fmaf(d.x, tmp[j][1], acc[j][1]);
                 acc[j][2] = fmaf(d.y, tmp[j][2], acc[j][2]);
                 acc[j][3] = fmaf(d.y, tmp[j][3], acc[j][3]);
-                if (P::ADD) { /* column 2t is row t's hi: the minimum's term goes there */
+                if (P::ADD) { /* column 2t is row t's hi: the additive term goes there */
                     const float xs = j ? xs1 : xs0;
                     acc[j][0] = fmaf(mn.x, xs, acc[j][0]);
                     acc[j][2] = fmaf(mn.y, xs, acc[j][2]);
@@ -732,7 +736,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
             const int cc = c + d * wpg;
             if (cc >= nchunk) break;
             chunk(f[d], cc);
-            if (cc + D * wpg < nchunk) wkp::load<P>(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
+            if (cc + D * wpg < nchunk) P::load(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
         }
     }
 
@@ -875,13 +879,20 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 
 /* The packed kernel: 128 registers (2 blocks of 8 warps per SM) for 5-8 input rows, 80
  * (3 blocks) for 1-4. */
-/* Chunks in flight a warp: 3 for 1-4 rows, 2 for 5-8 (H200, 8192 x 4096: Q4_1 m = 1 12.6
- * -> 11.4 us with 3 against 2; 4 was slower for Q8_0 and Q4_1 at 2-8 rows). */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
-    const int sms = sm_count(), nchunk = p.k / wkp::KC;
-    if (p.m > 4) return launch_geom<qmv_packed_kernel<P, 2, PACKED_MINB[1], 2>>(c, p, sms, nchunk, 0, PACKED_MINB[1]);
-    return launch_geom<qmv_packed_kernel<P, 1, PACKED_MINB[0], 3>>(c, p, sms, nchunk, 0, PACKED_MINB[0]);
+    const int sms = sm_count(), nchunk = p.k / P::KC;
+    if (p.m > 4)
+        return launch_geom<qmv_packed_kernel<P, 2, packed_minb<P>(true), packed_depth<P>(true)>>(
+            c, p, sms, nchunk, 0, packed_minb<P>(true));
+    return launch_geom<qmv_packed_kernel<P, 1, packed_minb<P>(false), packed_depth<P>(false)>>(
+        c, p, sms, nchunk, 0, packed_minb<P>(false));
+}
+/* What the inline decision needs of the packed kernel: chunks a row group, register bound. */
+template <class P> void packed_shape(const params &p, int &nchunk, int &minb)
+{
+    nchunk = p.k / P::KC;
+    minb = packed_minb<P>(p.m > 4);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -899,7 +910,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     const bool packed = wk_cuda_is_packed(j->wtype);
     const wk_type base = wk_cuda_unpacked(j->wtype);
     const wk_type_traits *tr = wk_traits(base);
-    if (!tr || !wk_cuda_qmm_supports(base) || (packed && !wk_cuda_pack_supports(base, 16, 64)))
+    if (!tr || !wk_cuda_qmm_supports(base) || (packed && !wk_cuda_pack_supports(base, 16, 256)))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
@@ -974,7 +985,13 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
          * preparing a long input waits (H200, 8192 x 4096 Q4_0, m = 1: 512 blocks of 4096
          * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
          * 49152 x 576 head 9.9 inside, 11.3 outside). */
-        const int sms = sm_count(), nchunk = (int)(j->k / wkp::KC), minb = PACKED_MINB[j->m > 4];
+        int nchunk = 1, minb = 2;
+        switch (base) {
+        case WK_TYPE_Q4_K: packed_shape<wkp::q4_K>(p, nchunk, minb); break;
+        case WK_TYPE_Q6_K: packed_shape<wkp::q6_K>(p, nchunk, minb); break;
+        default: packed_shape<wkp::q4_0>(p, nchunk, minb); break;
+        }
+        const int sms = sm_count();
         const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
         p.inline_x = j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
     } else {
@@ -999,6 +1016,8 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         case WK_TYPE_Q4_1: return launch_packed<wkp::q4_1>(c, p);
         case WK_TYPE_Q5_0: return launch_packed<wkp::q5_0>(c, p);
         case WK_TYPE_Q5_1: return launch_packed<wkp::q5_1>(c, p);
+        case WK_TYPE_Q4_K: return launch_packed<wkp::q4_K>(c, p);
+        case WK_TYPE_Q6_K: return launch_packed<wkp::q6_K>(c, p);
         default: return launch_packed<wkp::q8_0>(c, p);
         }
     switch (j->wtype) {

@@ -1,5 +1,5 @@
-/* Internal (CUDA): the packed GPU layout of the 32-element formats (Q4_0, Q4_1, Q5_0,
- * Q5_1, Q8_0), made once when a weight is uploaded (pack.cu).
+/* Internal (CUDA): the packed GPU layout of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K
+ * weights, made once when a weight is uploaded (pack.cu).
  *
  * The GGUF layout puts a row's blocks one after another, so a lane of the matrix-vector
  * kernel finds its few weights scattered over bytes that start on 2-byte boundaries; it
@@ -15,8 +15,14 @@
  * so that a warp reads a chunk with one or two 16-byte loads a lane from global memory,
  * contiguous across the warp, and decodes a step with a few LOP3s. The bytes are the
  * GGUF bytes rearranged (the same count: 16 rows x 2 blocks), so the weight does not grow.
- * Chunk (group G, chunk c) starts at byte (G * k/64 + c) * CB; it needs n % 16 == 0 and
- * k % 64 == 0.
+ * Chunk (group G, chunk c) starts at byte (G * k/KC + c) * CB; it needs n % 16 == 0 and
+ * k % KC == 0. The K formats' chunks are 16 rows x 256 elements (one super-block a row, 16
+ * steps): Q4_K's codes as above (four 16-byte loads a lane), then each row's 16 header
+ * bytes (d, dmin, the 12 bytes of 6-bit scales and minimums) as in the file, rows g and
+ * g + 8 side by side; Q6_K's low 4 bits as above, the high 2 bits of steps 2u and 2u + 1
+ * in word u (two 16-byte loads a lane), each in the 4-bit slot its low bits have (bits
+ * 0-1 step 2u, 2-3 step 2u + 1), then the rows' 16 int8 scales (rows g, g + 8 side by
+ * side) and their d (d(g), d(g + 8) at 4 g).
  *
  * Lane l = 4 g + t owns rows g and g + 8 of the group and, in step s (0..3) of a chunk,
  * elements 16 s + 4 t .. + 3 (the k order the kernels' mma operands use, qdecode.cuh).
@@ -36,33 +42,6 @@
 #include <stdint.h>
 
 namespace wkp {
-
-constexpr int ROWS = 16, KC = 64; /* a chunk: 16 rows x 64 elements */
-
-/* BITS 4, 5 or 8; ADD: the format has a minimum (w = d q + m); BIAS: subtracted from the
- * stored code (Q4_0: 8, Q5_0: 16, Q8_0: 128, else 0); GB: bytes of a GGUF block; the
- * GGUF block's fields: minimum at 2, fifth bits at QH_AT, codes at QS_AT. */
-template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> struct fmt {
-    static constexpr int BITS = BITS_, BIAS = BIAS_, GB = GB_, QH_AT = QH_AT_, QS_AT = QS_AT_;
-    static constexpr bool ADD = ADD_;
-    static constexpr int CODE = BITS == 8 ? 1024 : 512; /* code bytes of a chunk */
-    static constexpr int QH = BITS == 5 ? 128 : 0;
-    static constexpr int SCB = ADD ? 16 : 8; /* scale bytes of lane group g */
-    static constexpr int CB = CODE + QH + 8 * SCB;
-    static_assert(CB == 32 * GB, "a chunk holds the bytes of 32 GGUF blocks");
-};
-using q4_0 = fmt<4, false, 8, 18, 0, 2>;
-using q4_1 = fmt<4, true, 0, 20, 0, 4>;
-using q5_0 = fmt<5, false, 16, 22, 2, 6>;
-using q5_1 = fmt<5, true, 0, 24, 4, 8>;
-using q8_0 = fmt<8, false, 128, 34, 0, 2>;
-
-/* A lane's part of one chunk, in registers. */
-template <class P> struct frag {
-    uint32_t w[P::BITS == 8 ? 8 : 4];
-    uint32_t qh;
-    uint32_t sc[P::ADD ? 4 : 2];
-};
 
 /* Weights are read once: not kept in L1; the L2 fetches whole 256-byte stretches. */
 __device__ __forceinline__ uint4 ld_stream16(const void *p)
@@ -85,27 +64,10 @@ __device__ __forceinline__ uint32_t ld_stream4(const void *p)
     asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
-
-/* Lane (g, t)'s part of the chunk at ch. */
-template <class P> __device__ __forceinline__ void load(const uint8_t *ch, int lane, frag<P> &f)
+__device__ __forceinline__ void ld4(const uint8_t *p, uint32_t *w)
 {
-    const int g = lane >> 2;
-    const uint4 a = ld_stream16(ch + 16 * lane);
-    f.w[0] = a.x, f.w[1] = a.y, f.w[2] = a.z, f.w[3] = a.w;
-    if constexpr (P::BITS == 8) {
-        const uint4 b = ld_stream16(ch + 512 + 16 * lane);
-        f.w[4] = b.x, f.w[5] = b.y, f.w[6] = b.z, f.w[7] = b.w;
-    }
-    if constexpr (P::BITS == 5) f.qh = ld_stream4(ch + P::CODE + 4 * lane);
-    else f.qh = 0;
-    const uint8_t *sc = ch + P::CODE + P::QH + g * P::SCB;
-    if constexpr (P::ADD) {
-        const uint4 s = ld_stream16(sc);
-        f.sc[0] = s.x, f.sc[1] = s.y, f.sc[2] = s.z, f.sc[3] = s.w;
-    } else {
-        const uint2 s = ld_stream8(sc);
-        f.sc[0] = s.x, f.sc[1] = s.y;
-    }
+    const uint4 a = ld_stream16(p);
+    w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
 }
 
 __device__ __forceinline__ uint32_t lop_and_or(uint32_t a, uint32_t b, uint32_t c)
@@ -114,91 +76,247 @@ __device__ __forceinline__ uint32_t lop_and_or(uint32_t a, uint32_t b, uint32_t 
     asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); /* (a & b) | c */
     return d;
 }
-/* The fifth bits of pair j of step s moved to bit b (and b + 16); s, j and b are known
- * once the kernels' loops are unrolled. */
-__device__ __forceinline__ uint32_t hbits(uint32_t qh, int s, int j, int b)
-{
-    const int q = 4 * s + j;
-    return q >= b ? qh >> (q - b) : qh << (b - q);
-}
+/* Shift left by a (negative: right), a known once the loops are unrolled. */
+__device__ __forceinline__ uint32_t shl(uint32_t v, int a) { return a >= 0 ? v << a : v >> -a; }
 __device__ __forceinline__ uint32_t h2u(__half2 h) { return *reinterpret_cast<uint32_t *>(&h); }
 __device__ __forceinline__ __half2 u2h(uint32_t u) { return *reinterpret_cast<__half2 *>(&u); }
+__device__ __forceinline__ float lo_half(uint32_t u) { return __half2float(__ushort_as_half((unsigned short)u)); }
+__device__ __forceinline__ float hi_half(uint32_t u) { return __half2float(__ushort_as_half((unsigned short)(u >> 16))); }
 
-/* Step s's A operand (rows g, g + 8; elements 4t..4t+3 as the pairs (0,1), (2,3)) as
- * exact small integers: a0 = row g (0,1), a2 = row g (2,3), a1 / a3 the same for g + 8.
- * s must be known at compile time once loops are unrolled (it indexes registers). */
-template <class P>
-__device__ __forceinline__ void step(const frag<P> &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
-                                     uint32_t &a3)
+/* A step's nibble word (bits as the header says) as the four half2 of 1024 + q (l) and
+ * 1024 + 16 q (h), rows g (l0, h0) and g + 8 (l1, h1); hb: bits ORed into them first. */
+struct nib4 {
+    uint32_t l0, h0, l1, h1;
+};
+__device__ __forceinline__ nib4 nibbles(uint32_t w)
 {
-    if constexpr (P::BITS == 8) {
-        const __half2 off = __half2half2(__int2half_rn(1024 + P::BIAS));
-        const uint32_t wg = f.w[2 * s], wh = f.w[2 * s + 1];
-        a0 = h2u(__hsub2(u2h(__byte_perm(wg, 0x64646464u, 0x4140)), off));
-        a2 = h2u(__hsub2(u2h(__byte_perm(wg, 0x64646464u, 0x4342)), off));
-        a1 = h2u(__hsub2(u2h(__byte_perm(wh, 0x64646464u, 0x4140)), off));
-        a3 = h2u(__hsub2(u2h(__byte_perm(wh, 0x64646464u, 0x4342)), off));
-    } else {
-        const uint32_t w = f.w[s], w8 = w >> 8;
-        uint32_t l0 = lop_and_or(w, 0x000f000fu, 0x64006400u);
-        uint32_t h0 = lop_and_or(w, 0x00f000f0u, 0x64006400u);
-        uint32_t l1 = lop_and_or(w8, 0x000f000fu, 0x64006400u);
-        uint32_t h1 = lop_and_or(w8, 0x00f000f0u, 0x64006400u);
-        if constexpr (P::BITS == 5) {
-            l0 = lop_and_or(hbits(f.qh, s, 0, 4), 0x00100010u, l0);
-            h0 = lop_and_or(hbits(f.qh, s, 1, 8), 0x01000100u, h0);
-            l1 = lop_and_or(hbits(f.qh, s, 2, 4), 0x00100010u, l1);
-            h1 = lop_and_or(hbits(f.qh, s, 3, 8), 0x01000100u, h1);
-        }
-        /* l: 1024 + q; h: 1024 + 16 q, scaled by 1/16 (exact) to 64 + q. */
-        const __half2 loff = __half2half2(__int2half_rn(1024 + P::BIAS));
-        const __half2 sixteenth = __half2half2(__float2half_rn(0.0625f));
-        const __half2 hoff = __half2half2(__int2half_rn(-(64 + P::BIAS)));
-        a0 = h2u(__hsub2(u2h(l0), loff));
-        a1 = h2u(__hsub2(u2h(l1), loff));
-        a2 = h2u(__hfma2(u2h(h0), sixteenth, hoff));
-        a3 = h2u(__hfma2(u2h(h1), sixteenth, hoff));
-    }
+    const uint32_t w8 = w >> 8;
+    return {lop_and_or(w, 0x000f000fu, 0x64006400u), lop_and_or(w, 0x00f000f0u, 0x64006400u),
+            lop_and_or(w8, 0x000f000fu, 0x64006400u), lop_and_or(w8, 0x00f000f0u, 0x64006400u)};
+}
+/* The exact integers q - bias: l - (1024 + bias); h / 16 - (64 + bias) (exact). */
+__device__ __forceinline__ void finish_nibbles(const nib4 &n, int bias, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                               uint32_t &a3)
+{
+    const __half2 loff = __half2half2(__int2half_rn(1024 + bias));
+    const __half2 sixteenth = __half2half2(__float2half_rn(0.0625f));
+    const __half2 hoff = __half2half2(__int2half_rn(-(64 + bias)));
+    a0 = h2u(__hsub2(u2h(n.l0), loff));
+    a1 = h2u(__hsub2(u2h(n.l1), loff));
+    a2 = h2u(__hfma2(u2h(n.h0), sixteenth, hoff));
+    a3 = h2u(__hfma2(u2h(n.h1), sixteenth, hoff));
 }
 
-/* Block b's scales (rows g, g + 8) and minimums. */
-template <class P> __device__ __forceinline__ float2 scales(const frag<P> &f, int b)
-{
-    return __half22float2(u2h(f.sc[b]));
-}
-template <class P> __device__ __forceinline__ float2 mins(const frag<P> &f, int b)
-{
-    if constexpr (P::ADD) return __half22float2(u2h(f.sc[2 + b]));
-    else return make_float2(0.f, 0.f);
-}
-
-/* ---- element access (packing, unpacking, tests): row rr (0..15) of a chunk, element e
- * (0..63) ---- */
+/* Where element i (0..3) of row half up (0: g, 1: g + 8) sits in a step's nibble word. */
+__device__ __forceinline__ int nib_pos(int i, int up) { return (i & 1) * 16 + (i >> 1) * 4 + up * 8; }
+/* The lane that holds row rr (0..15) and element e of a chunk row. */
 __device__ __forceinline__ int lane_of(int rr, int e) { return 4 * (rr & 7) + ((e & 15) >> 2); }
+/* Word s of the nibble region (4 steps a 512-byte quarter) of lane `lane`. */
+__device__ __forceinline__ int nib_word_at(int lane, int s) { return 512 * (s >> 2) + 16 * lane + 4 * (s & 3); }
+__device__ __forceinline__ uint32_t rd32(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
 
-/* The stored code (low BITS bits; the fifth bit included for 5-bit formats). */
-template <class P> __device__ __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
-{
-    const int s = e >> 4, i = e & 3, up = rr >> 3, lane = lane_of(rr, e);
-    if constexpr (P::BITS == 8) {
-        return ch[512 * (s >> 1) + 16 * lane + 4 * (2 * (s & 1) + up) + i];
-    } else {
-        const uint32_t w = *reinterpret_cast<const uint32_t *>(ch + 16 * lane + 4 * s);
-        const int pos = (i & 1) * 16 + (i >> 1) * 4 + up * 8;
-        int q = (int)((w >> pos) & 15u);
-        if constexpr (P::BITS == 5) {
-            const uint32_t qh = *reinterpret_cast<const uint32_t *>(ch + P::CODE + 4 * lane);
-            const int j = (i >> 1) + 2 * up;
-            q |= (int)((qh >> (4 * s + j + 16 * (i & 1))) & 1u) << 4;
+/* ---- the 32-element formats: a chunk is 64 elements (two blocks a row, 4 steps) ----
+ * BITS 4, 5 or 8; HAS_MIN: the format has a minimum (w = d q + m); BIAS: subtracted from
+ * the stored code (Q4_0: 8, Q5_0: 16, Q8_0: 128, else 0); GB: bytes of a GGUF block; the
+ * GGUF block's fields: minimum at 2, fifth bits at QH_AT, codes at QS_AT. */
+template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> struct blk32 {
+    static constexpr int BITS = BITS_, BIAS = BIAS_, GB = GB_, QH_AT = QH_AT_, QS_AT = QS_AT_;
+    static constexpr bool ADD = ADD_;
+    static constexpr int KC = 64, NS = 4, SG = 2; /* elements, steps, steps a scale */
+    static constexpr int CODE = BITS == 8 ? 1024 : 512; /* code bytes of a chunk */
+    static constexpr int QH = BITS == 5 ? 128 : 0;
+    static constexpr int SCB = ADD ? 16 : 8; /* scale bytes of lane group g */
+    static constexpr int CB = CODE + QH + 8 * SCB;
+    static_assert(CB == 32 * GB, "a chunk holds the bytes of 32 GGUF blocks");
+
+    struct frag {
+        uint32_t w[BITS == 8 ? 8 : 4];
+        uint32_t qh;
+        uint32_t sc[ADD ? 4 : 2];
+    };
+    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    {
+        ld4(ch + 16 * lane, f.w);
+        if constexpr (BITS == 8) ld4(ch + 512 + 16 * lane, f.w + 4);
+        if constexpr (BITS == 5) f.qh = ld_stream4(ch + CODE + 4 * lane);
+        else f.qh = 0;
+        const uint8_t *sc = ch + CODE + QH + (lane >> 2) * SCB;
+        if constexpr (ADD) {
+            ld4(sc, f.sc);
+        } else {
+            const uint2 v = ld_stream8(sc);
+            f.sc[0] = v.x, f.sc[1] = v.y;
         }
-        return q;
     }
-}
-/* Where block b's d (m: + 8 bytes) of row rr lies. */
-template <class P> __device__ __forceinline__ int scale_off(int rr, int b)
-{
-    return P::CODE + P::QH + (rr & 7) * P::SCB + 2 * (2 * b + (rr >> 3));
-}
+    /* Step s's A operand (rows g, g + 8; elements 4t..4t+3 as the pairs (0,1), (2,3)) as
+     * exact small integers: a0 = row g (0,1), a2 = row g (2,3), a1 / a3 the same for
+     * g + 8. s is known once loops are unrolled (it indexes registers). */
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        if constexpr (BITS == 8) {
+            const __half2 off = __half2half2(__int2half_rn(1024 + BIAS));
+            const uint32_t wg = f.w[2 * s], wh = f.w[2 * s + 1];
+            a0 = h2u(__hsub2(u2h(__byte_perm(wg, 0x64646464u, 0x4140)), off));
+            a2 = h2u(__hsub2(u2h(__byte_perm(wg, 0x64646464u, 0x4342)), off));
+            a1 = h2u(__hsub2(u2h(__byte_perm(wh, 0x64646464u, 0x4140)), off));
+            a3 = h2u(__hsub2(u2h(__byte_perm(wh, 0x64646464u, 0x4342)), off));
+        } else {
+            nib4 n = nibbles(f.w[s]);
+            if constexpr (BITS == 5) {
+                /* The fifth bit of pair j sits at bit 4 s + j (+ 16): moved to bit 4 of
+                 * the l forms and bit 8 of the h forms. */
+                n.l0 = lop_and_or(shl(f.qh, 4 - 4 * s), 0x00100010u, n.l0);
+                n.h0 = lop_and_or(shl(f.qh, 8 - (4 * s + 1)), 0x01000100u, n.h0);
+                n.l1 = lop_and_or(shl(f.qh, 4 - (4 * s + 2)), 0x00100010u, n.l1);
+                n.h1 = lop_and_or(shl(f.qh, 8 - (4 * s + 3)), 0x01000100u, n.h1);
+            }
+            finish_nibbles(n, BIAS, a0, a1, a2, a3);
+        }
+    }
+    /* Block b's scales (rows g, g + 8) and additive terms (the minimums). */
+    __device__ static __forceinline__ float2 scale(const frag &f, int b) { return __half22float2(u2h(f.sc[b])); }
+    __device__ static __forceinline__ float2 add(const frag &f, int b)
+    {
+        if constexpr (ADD) return __half22float2(u2h(f.sc[2 + b]));
+        else return make_float2(0.f, 0.f);
+    }
+
+    /* Element access (packing, unpacking): the stored code (q + BIAS, fifth bit included)
+     * of row rr (0..15), element e (0..63) of a chunk; where block b's d of row rr lies
+     * (its minimum: 8 bytes on). */
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
+    {
+        const int s = e >> 4, i = e & 3, up = rr >> 3, lane = lane_of(rr, e);
+        if constexpr (BITS == 8) {
+            return ch[512 * (s >> 1) + 16 * lane + 4 * (2 * (s & 1) + up) + i];
+        } else {
+            int q = (int)((rd32(ch + 16 * lane + 4 * s) >> nib_pos(i, up)) & 15u);
+            if constexpr (BITS == 5) {
+                const int j = (i >> 1) + 2 * up;
+                q |= (int)((rd32(ch + CODE + 4 * lane) >> (4 * s + j + 16 * (i & 1))) & 1u) << 4;
+            }
+            return q;
+        }
+    }
+    __device__ static __forceinline__ int scale_off(int rr, int b)
+    {
+        return CODE + QH + (rr & 7) * SCB + 2 * (2 * b + (rr >> 3));
+    }
+};
+using q4_0 = blk32<4, false, 8, 18, 0, 2>;
+using q4_1 = blk32<4, true, 0, 20, 0, 4>;
+using q5_0 = blk32<5, false, 16, 22, 2, 6>;
+using q5_1 = blk32<5, true, 0, 24, 4, 8>;
+using q8_0 = blk32<8, false, 128, 34, 0, 2>;
+
+/* ---- Q4_K: a chunk is one super-block a row (256 elements, 16 steps, 8 sub-blocks of
+ * 32 with 6-bit scales and minimums, w = d sc q - dmin m) ---- */
+struct q4_K {
+    static constexpr bool ADD = true;
+    static constexpr int KC = 256, NS = 16, SG = 2, GB = 144, CB = 16 * GB;
+    static constexpr int HDR = 2048; /* the rows' headers */
+    struct frag {
+        uint32_t w[16];
+        uint32_t h[8]; /* row g's 16 header bytes, then row g + 8's */
+    };
+    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    {
+#pragma unroll
+        for (int q = 0; q < 4; q++) ld4(ch + 512 * q + 16 * lane, f.w + 4 * q);
+        ld4(ch + HDR + 32 * (lane >> 2), f.h);
+        ld4(ch + HDR + 32 * (lane >> 2) + 16, f.h + 4);
+    }
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        finish_nibbles(nibbles(f.w[s]), 0, a0, a1, a2, a3);
+    }
+    /* Sub-block j's 6-bit scale and minimum of a header (words 1-3: the 12 bytes). */
+    __device__ static __forceinline__ void sc_min(const uint32_t *h, int j, int &sc, int &mn)
+    {
+        if (j < 4) {
+            sc = (int)((h[1] >> (8 * j)) & 63u);
+            mn = (int)((h[2] >> (8 * j)) & 63u);
+        } else {
+            const int b = 8 * (j - 4);
+            sc = (int)(((h[3] >> b) & 15u) | ((h[1] >> (b + 6)) & 3u) << 4);
+            mn = (int)(((h[3] >> (b + 4)) & 15u) | ((h[2] >> (b + 6)) & 3u) << 4);
+        }
+    }
+    __device__ static __forceinline__ float2 scale(const frag &f, int j)
+    {
+        int s0, m0, s1, m1;
+        sc_min(f.h, j, s0, m0);
+        sc_min(f.h + 4, j, s1, m1);
+        return make_float2(lo_half(f.h[0]) * (float)s0, lo_half(f.h[4]) * (float)s1);
+    }
+    __device__ static __forceinline__ float2 add(const frag &f, int j)
+    {
+        int s0, m0, s1, m1;
+        sc_min(f.h, j, s0, m0);
+        sc_min(f.h + 4, j, s1, m1);
+        return make_float2(-hi_half(f.h[0]) * (float)m0, -hi_half(f.h[4]) * (float)m1);
+    }
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
+    {
+        const int s = e >> 4;
+        return (int)((rd32(ch + nib_word_at(lane_of(rr, e), s)) >> nib_pos(e & 3, rr >> 3)) & 15u);
+    }
+    __device__ static __forceinline__ int hdr_off(int rr) { return HDR + 32 * (rr & 7) + 16 * (rr >> 3); }
+};
+
+/* ---- Q6_K: one super-block a row (256 elements, 16 steps, a scale a step, 6-bit codes
+ * less 32, w = d sc q) ---- */
+struct q6_K {
+    static constexpr bool ADD = false;
+    static constexpr int KC = 256, NS = 16, SG = 1, GB = 210, CB = 16 * GB;
+    static constexpr int HI = 2048, SC = 3072, D = 3328;
+    struct frag {
+        uint32_t w[16];
+        uint32_t hi[8];
+        uint32_t sc[8]; /* row g's 16 int8 scales, then row g + 8's */
+        uint32_t d;     /* d(g), d(g + 8) */
+    };
+    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    {
+#pragma unroll
+        for (int q = 0; q < 4; q++) ld4(ch + 512 * q + 16 * lane, f.w + 4 * q);
+        ld4(ch + HI + 16 * lane, f.hi);
+        ld4(ch + HI + 512 + 16 * lane, f.hi + 4);
+        ld4(ch + SC + 32 * (lane >> 2), f.sc);
+        ld4(ch + SC + 32 * (lane >> 2) + 16, f.sc + 4);
+        f.d = ld_stream4(ch + D + 4 * (lane >> 2));
+    }
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        nib4 n = nibbles(f.w[s]);
+        /* The high 2 bits sit in the low bits' slots (+ 2 for odd steps): to bits 4-5 of
+         * the l forms and 8-9 of the h forms. */
+        const uint32_t hw = f.hi[s >> 1], o = 2 * (s & 1);
+        const uint32_t up = shl(hw, 4 - (int)o), dn = shl(hw, -4 - (int)o);
+        n.l0 = lop_and_or(up, 0x00300030u, n.l0);
+        n.h0 = lop_and_or(up, 0x03000300u, n.h0);
+        n.l1 = lop_and_or(dn, 0x00300030u, n.l1);
+        n.h1 = lop_and_or(dn, 0x03000300u, n.h1);
+        finish_nibbles(n, 32, a0, a1, a2, a3);
+    }
+    __device__ static __forceinline__ float2 scale(const frag &f, int s)
+    {
+        const int s0 = (int)(int8_t)(f.sc[s >> 2] >> (8 * (s & 3)));
+        const int s1 = (int)(int8_t)(f.sc[4 + (s >> 2)] >> (8 * (s & 3)));
+        return make_float2(lo_half(f.d) * (float)s0, hi_half(f.d) * (float)s1);
+    }
+    __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
+    {
+        const int s = e >> 4, lane = lane_of(rr, e), pos = nib_pos(e & 3, rr >> 3);
+        const int lo = (int)((rd32(ch + nib_word_at(lane, s)) >> pos) & 15u);
+        const int hi = (int)((rd32(ch + HI + nib_word_at(lane, s >> 1)) >> (pos + 2 * (s & 1))) & 3u);
+        return lo | hi << 4;
+    }
+};
 
 } // namespace wkp
 
