@@ -281,6 +281,20 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
     return WK_OK;
 }
 
+/* f(P{}) for the packed format P of type t (a packable type: check() passed). */
+template <class F> wk_status with_format(wk_type t, F &&f)
+{
+    switch (t) {
+    case WK_TYPE_Q4_0: return f(wkp::q4_0{});
+    case WK_TYPE_Q4_1: return f(wkp::q4_1{});
+    case WK_TYPE_Q5_0: return f(wkp::q5_0{});
+    case WK_TYPE_Q5_1: return f(wkp::q5_1{});
+    case WK_TYPE_Q4_K: return f(wkp::q4_K{});
+    case WK_TYPE_Q6_K: return f(wkp::q6_K{});
+    default: return f(wkp::q8_0{});
+    }
+}
+
 } // namespace
 
 extern "C" bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k)
@@ -303,15 +317,7 @@ extern "C" wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, in
     wk_status st = check("packing", t, n, k, dst, dst);
     if (st) return st;
     if ((uintptr_t)src % 2) return wk_fail(WK_ERR_INVALID, "CUDA packing: the weight starts at an odd address");
-    switch (t) {
-    case WK_TYPE_Q4_0: return pack_t<wkp::q4_0>(c, src, n, k, dst);
-    case WK_TYPE_Q4_1: return pack_t<wkp::q4_1>(c, src, n, k, dst);
-    case WK_TYPE_Q5_0: return pack_t<wkp::q5_0>(c, src, n, k, dst);
-    case WK_TYPE_Q5_1: return pack_t<wkp::q5_1>(c, src, n, k, dst);
-    case WK_TYPE_Q4_K: return pack_t<wkp::q4_K>(c, src, n, k, dst);
-    case WK_TYPE_Q6_K: return pack_t<wkp::q6_K>(c, src, n, k, dst);
-    default: return pack_t<wkp::q8_0>(c, src, n, k, dst);
-    }
+    return with_format(t, [&](auto fmt) { return pack_t<decltype(fmt)>(c, src, n, k, dst); });
 }
 
 extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst)
@@ -319,15 +325,7 @@ extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, 
     wk_status st = check("unpacking", t, n, k, src, src);
     if (st) return st;
     if ((uintptr_t)dst % 2) return wk_fail(WK_ERR_INVALID, "CUDA unpacking: the rows would start at an odd address");
-    switch (t) {
-    case WK_TYPE_Q4_0: return unpack_t<wkp::q4_0>(c, src, n, k, dst);
-    case WK_TYPE_Q4_1: return unpack_t<wkp::q4_1>(c, src, n, k, dst);
-    case WK_TYPE_Q5_0: return unpack_t<wkp::q5_0>(c, src, n, k, dst);
-    case WK_TYPE_Q5_1: return unpack_t<wkp::q5_1>(c, src, n, k, dst);
-    case WK_TYPE_Q4_K: return unpack_t<wkp::q4_K>(c, src, n, k, dst);
-    case WK_TYPE_Q6_K: return unpack_t<wkp::q6_K>(c, src, n, k, dst);
-    default: return unpack_t<wkp::q8_0>(c, src, n, k, dst);
-    }
+    return with_format(t, [&](auto fmt) { return unpack_t<decltype(fmt)>(c, src, n, k, dst); });
 }
 
 extern "C" wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k,
@@ -337,13 +335,5 @@ extern "C" wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const 
     if (st) return st;
     if (dst_type != WK_TYPE_F32 && dst_type != WK_TYPE_F16)
         return wk_fail(WK_ERR_INVALID, "CUDA packed dequantization: target type must be f32 or f16");
-    switch (t) {
-    case WK_TYPE_Q4_0: return dequant_t<wkp::q4_0>(c, w, n, k, dst, dst_type);
-    case WK_TYPE_Q4_1: return dequant_t<wkp::q4_1>(c, w, n, k, dst, dst_type);
-    case WK_TYPE_Q5_0: return dequant_t<wkp::q5_0>(c, w, n, k, dst, dst_type);
-    case WK_TYPE_Q5_1: return dequant_t<wkp::q5_1>(c, w, n, k, dst, dst_type);
-    case WK_TYPE_Q4_K: return dequant_t<wkp::q4_K>(c, w, n, k, dst, dst_type);
-    case WK_TYPE_Q6_K: return dequant_t<wkp::q6_K>(c, w, n, k, dst, dst_type);
-    default: return dequant_t<wkp::q8_0>(c, w, n, k, dst, dst_type);
-    }
+    return with_format(t, [&](auto fmt) { return dequant_t<decltype(fmt)>(c, w, n, k, dst, dst_type); });
 }

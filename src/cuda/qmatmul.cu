@@ -589,29 +589,9 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if ((uintptr_t)x.base % 16 != 0 || x.stride % 16 != 0)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: the input rows must start on 16-byte "
                                        "boundaries", tr->name);
-    if (packed && m > WK_CUDA_QMV_ROWS) {
-        /* The packed layout has only the matrix-vector kernel: 8 rows a launch. */
-        const size_t xrow = (size_t)k * (xtype == WK_TYPE_F16 ? 2 : 4), yrow = (size_t)n * 4;
-        for (int64_t r = 0; r < m; r += WK_CUDA_QMV_ROWS) {
-            wk_cuda_qmv_job j = {};
-            j.wtype = wtype;
-            j.k = k;
-            j.m = m - r < WK_CUDA_QMV_ROWS ? m - r : WK_CUDA_QMV_ROWS;
-            j.src = WK_QMV_INPUT;
-            j.x = (wk_dptr){(char *)x.base + r * xrow, x.stride};
-            j.xtype = xtype;
-            j.nout = 1;
-            j.out[0].w = w;
-            j.out[0].n = n;
-            j.out[0].y = (wk_dptr){(char *)y.base + r * yrow, y.stride};
-            if (add.base) j.out[0].add = (wk_dptr){(char *)add.base + r * yrow, add.stride};
-            j.dpos = dpos;
-            wk_status st = wk_cuda_qmv(c, &j);
-            if (st) return st;
-        }
-        return WK_OK;
-    }
-    if (m <= WK_CUDA_QMV_ROWS && k % SEG == 0) {
+    /* The packed layout has only the matrix-vector kernel, which takes more rows 8 at a
+     * time (one launch, a slice of the grid each). */
+    if ((m <= WK_CUDA_QMV_ROWS || packed) && k % SEG == 0) {
         wk_cuda_qmv_job j = {};
         j.wtype = wtype;
         j.k = k;

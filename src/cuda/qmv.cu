@@ -126,6 +126,24 @@ __device__ __forceinline__ out_desc pick_out(const params &p, int o)
     return d;
 }
 
+/* Which output and which 16 rows of it row group rg of this block takes (live <= 0:
+ * none; its warps only help to prepare x). */
+struct place {
+    out_desc od;
+    int n0, live;
+};
+__device__ __forceinline__ place locate(const params &p, int rg)
+{
+    int o = 0;
+    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
+    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
+    place pl;
+    pl.od = pick_out(p, o);
+    pl.n0 = (((int)blockIdx.x - pl.od.g0) * p.rg + rg) * 16;
+    pl.live = min(16, pl.od.n - pl.n0);
+    return pl;
+}
+
 /* The sum of `sum` and the largest `mx` over the block's threads, in a fixed order (the
  * same result every run); red holds 2 floats per warp. */
 __device__ void block_sum_max(float &sum, float &mx, float *red)
@@ -320,14 +338,14 @@ __device__ __forceinline__ void rope_angles(const out_desc &od, int n0, int g, i
 /* The residual rows this lane adds to, into L1 while the products run (after the wait:
  * an earlier kernel may have written them). */
 template <int NX>
-__device__ __forceinline__ void prefetch_residual(const params &p, const out_desc &od, const float *add, bool on,
-                                                  int n0, int g, int t)
+__device__ __forceinline__ void prefetch_residual(const out_desc &od, const float *add, const float *from, int m,
+                                                  bool on, int n0, int g, int t)
 {
     if (add && on)
 #pragma unroll
         for (int j = 0; j < 2; j++)
-            if (j < NX && 4 * j + t < p.m)
-                asm volatile("prefetch.global.L1 [%0];" ::"l"((p.add_from ? p.add_from : add) + (size_t)(4 * j + t) * od.n + n0 + g));
+            if (j < NX && 4 * j + t < m)
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(from + (size_t)(4 * j + t) * od.n + n0 + g));
 }
 
 /* The prepared input: prepared here into shared memory (inline), or read from scratch. */
@@ -336,9 +354,10 @@ struct xview {
     const float *sums, *xscale;
     int xpitch;
 };
-/* later: asynchronous copy groups committed after the RMSNorm weights' (0..2). */
+/* later: asynchronous copy groups committed after the RMSNorm weights' (0..2); r0: the
+ * first input row this block multiplies (prepared in scratch when not 0). */
 __device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool stage_norm, const float *norm_ws,
-                                            int later, int64_t step, float *red)
+                                            int later, int64_t step, float *red, int r0)
 {
     xview v;
     if (p.inline_x) {
@@ -357,16 +376,18 @@ __device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool 
         __syncthreads();
         v.xh = xs, v.sums = ss, v.xscale = sc;
     } else {
-        v.xh = p.xg, v.sums = p.sums_g, v.xscale = p.scale_g, v.xpitch = p.xpitch;
+        v.xpitch = p.xpitch;
+        v.xh = p.xg + (size_t)(2 * r0) * p.xpitch, v.sums = p.sums_g + (size_t)r0 * p.nseg, v.xscale = p.scale_g + r0;
     }
     return v;
 }
 
 /* The warps of a row group add up their k parts in a fixed order; the first warp scales
- * the sums back, applies the RoPE and stores (and adds to the residual). */
+ * the sums back, applies the RoPE and stores the m rows (and adds them to the residual:
+ * add = from + y). */
 template <int NX>
-__device__ __forceinline__ void finish(const params &p, const out_desc &od, float (&acc)[2][4], float *red, int warp,
-                                       int kw, int wpg, int lane, int live, float *y, float *add,
+__device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[2][4], float *red, int warp, int kw,
+                                       int wpg, int lane, int live, float *y, float *add, const float *from,
                                        const float *xscale, int n0, const float (&rcos)[2][2],
                                        const float (&rsin)[2][2])
 {
@@ -386,12 +407,11 @@ __device__ __forceinline__ void finish(const params &p, const out_desc &od, floa
                 for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
     }
     if (live <= 0) return;
-    const float *add_from = p.add_from ? p.add_from : add;
 #pragma unroll
     for (int j = 0; j < 2; j++) {
         if (j >= NX) break;
         const int row = 4 * j + t;
-        const float s = xscale[min(row, p.m - 1)];
+        const float s = xscale[min(row, m - 1)];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int col = n0 + g + 8 * h;
@@ -403,9 +423,9 @@ __device__ __forceinline__ void finish(const params &p, const out_desc &od, floa
                 const float c = rcos[j][h], sf = rsin[j][h];
                 if ((col % od.rope_hd) < od.rope_rot) v = rope_rotate(v, other, g & 1, c, sf);
             }
-            if (row >= p.m || col >= od.n) continue;
+            if (row >= m || col >= od.n) continue;
             y[(size_t)row * od.n + col] = v;
-            if (add) add[(size_t)row * od.n + col] = add_from[(size_t)row * od.n + col] + v;
+            if (add) add[(size_t)row * od.n + col] = from[(size_t)row * od.n + col] + v;
         }
     }
 }
@@ -454,13 +474,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     /* The block takes p.rg groups of 16 rows, p.wpg warps each splitting k. */
     const int wpg = p.wpg, rg = warp / wpg, kw = warp - rg * wpg;
 
-    /* Which output and which 16 rows of it (none: the warp only helps to prepare x). */
-    int o = 0;
-    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
-    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
-    const out_desc od = pick_out(p, o);
-    const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
-    const int live = min(16, od.n - n0);
+    const place pl = locate(p, rg);
+    const out_desc &od = pl.od;
+    const int n0 = pl.n0, live = pl.live;
     const uint8_t *wr = od.w + (size_t)n0 * p.row_bytes;
     const int nblk = p.k / T::QK, nchunk = (nblk + CH - 1) / CH;
     const bool last_group = n0 + 16 >= od.n;
@@ -550,8 +566,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     WK_TRACE_MARK(1);
     float *y = (float *)at(od.y, step);
     float *add = od.add.base ? (float *)at(od.add, step) : NULL;
-    prefetch_residual<NX>(p, od, add, live > 0 && kw == 0, n0, g, t);
-    const xview xv = input_view(p, xin, stage_norm, norm_ws, later, step, red);
+    const float *from = p.add_from ? p.add_from : add;
+    prefetch_residual<NX>(od, add, from, p.m, live > 0 && kw == 0, n0, g, t);
+    const xview xv = input_view(p, xin, stage_norm, norm_ws, later, step, red, 0);
 
     constexpr int nx = NX; /* mmas per step: input rows 0-3, 4-7 */
     const int m2 = 2 * p.m;
@@ -625,17 +642,18 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     }
 
     WK_TRACE_MARK(3);
-    finish<NX>(p, od, acc, red, warp, kw, wpg, lane, live, y, add, xv.xscale, n0, rcos, rsin);
+    finish<NX>(od, p.m, acc, red, warp, kw, wpg, lane, live, y, add, from, xv.xscale, n0, rcos, rsin);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
 }
 
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
  * 1-4 input rows of the 32-element formats, else 2 (128: a K format's chunk is four
- * times as large); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
+ * times as large; 5-8 rows at 80 registers: 8192 x 4096 m = 8 Q4_0 16.7 -> 18.6 us, Q8_0
+ * 18.2 -> 22.6); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
  * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
  * slower for Q8_0 and Q4_1 at 2-8 rows). */
-template <class P> constexpr int packed_minb(bool) { return P::KC != 64 ? 2 : 3; }
+template <class P> constexpr int packed_minb(bool nx2) { return nx2 || P::KC != 64 ? 2 : 3; }
 template <class P> constexpr int packed_depth(bool nx2) { return nx2 || P::KC != 64 ? 2 : 3; }
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
@@ -651,12 +669,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     const int g = lane >> 2, t = lane & 3;
     const int wpg = p.wpg, rg = warp / wpg, kw = warp - rg * wpg;
 
-    int o = 0;
-    if (p.nout > 1 && (int)blockIdx.x >= p.out[1].g0) o = 1;
-    if (p.nout > 2 && (int)blockIdx.x >= p.out[2].g0) o = 2;
-    const out_desc od = pick_out(p, o);
-    const int n0 = (((int)blockIdx.x - od.g0) * p.rg + rg) * 16;
-    const int live = min(16, od.n - n0);
+    const place pl = locate(p, rg);
+    const out_desc &od = pl.od;
+    const int n0 = pl.n0, live = pl.live;
     const int nchunk = p.k / P::KC;
     const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
 
@@ -671,24 +686,28 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 #pragma unroll
     for (int d = 0; d < D; d++)
         if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
+    /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 8 per blockIdx.y, the
+     * input prepared in scratch). */
+    const int r0 = (int)blockIdx.y * MAX_ROWS, mh = min(MAX_ROWS, p.m - r0);
     const int64_t step = step_of(p.dpos);
     float rcos[2][2], rsin[2][2];
-    rope_angles<NX>(od, n0, g, t, step, rcos, rsin);
+    rope_angles<NX>(od, n0, g, t, step + r0, rcos, rsin);
     pdl_wait();
     pdl_release();
     WK_TRACE_MARK(1);
-    float *y = (float *)at(od.y, step);
-    float *add = od.add.base ? (float *)at(od.add, step) : NULL;
-    prefetch_residual<NX>(p, od, add, live > 0 && kw == 0, n0, g, t);
-    const xview xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red);
+    float *y = (float *)at(od.y, step) + (size_t)r0 * od.n;
+    float *add = od.add.base ? (float *)at(od.add, step) + (size_t)r0 * od.n : NULL;
+    const float *from = p.add_from ? p.add_from + (size_t)r0 * od.n : add;
+    prefetch_residual<NX>(od, add, from, mh, live > 0 && kw == 0, n0, g, t);
+    const xview xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red, r0);
     WK_TRACE_MARK(2);
 
-    const int m2 = 2 * p.m;
+    const int m2 = 2 * mh;
     const __half *xb0 = xv.xh + (size_t)min(g, m2 - 1) * xv.xpitch + 4 * t;
     const __half *xb1 = xv.xh + (size_t)min(8 + g, m2 - 1) * xv.xpitch + 4 * t;
     const bool bl0 = g < m2, bl1 = 8 + g < m2;
-    const float *sum0 = xv.sums + (size_t)min(t, p.m - 1) * p.nseg;
-    const float *sum1 = xv.sums + (size_t)min(4 + t, p.m - 1) * p.nseg;
+    const float *sum0 = xv.sums + (size_t)min(t, mh - 1) * p.nseg;
+    const float *sum1 = xv.sums + (size_t)min(4 + t, mh - 1) * p.nseg;
 
     float acc[2][4];
 #pragma unroll
@@ -741,7 +760,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     }
 
     WK_TRACE_MARK(3);
-    finish<NX>(p, od, acc, red, warp, kw, wpg, lane, live, y, add, xv.xscale, n0, rcos, rsin);
+    finish<NX>(od, mh, acc, red, warp, kw, wpg, lane, live, y, add, from, xv.xscale, n0, rcos, rsin);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
 }
@@ -782,7 +801,8 @@ int groups_per_block(int64_t groups, int wpg, int sms)
 }
 
 template <void (*K)(params)>
-wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb)
+wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb,
+                      int slices = 1)
 {
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
@@ -817,8 +837,8 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
     }
     p.wpg = wpg;
     p.rg = rg;
-    return wk_launch_pdl("the quantized matrix-vector kernel", K, dim3((unsigned)blocks), dim3(nw * 32), smem,
-                         c->stream, p);
+    return wk_launch_pdl("the quantized matrix-vector kernel", K, dim3((unsigned)blocks, (unsigned)slices),
+                         dim3(nw * 32), smem, c->stream, p);
 }
 
 template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c, params &p, int sms)
@@ -881,10 +901,10 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
  * (3 blocks) for 1-4. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
-    const int sms = sm_count(), nchunk = p.k / P::KC;
+    const int sms = sm_count(), nchunk = p.k / P::KC, slices = (p.m + MAX_ROWS - 1) / MAX_ROWS;
     if (p.m > 4)
         return launch_geom<qmv_packed_kernel<P, 2, packed_minb<P>(true), packed_depth<P>(true)>>(
-            c, p, sms, nchunk, 0, packed_minb<P>(true));
+            c, p, sms, nchunk, 0, packed_minb<P>(true), slices);
     return launch_geom<qmv_packed_kernel<P, 1, packed_minb<P>(false), packed_depth<P>(false)>>(
         c, p, sms, nchunk, 0, packed_minb<P>(false));
 }
@@ -914,7 +934,8 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
-    if (j->m < 1 || j->m > MAX_ROWS || j->nout < 1 || j->nout > 3)
+    /* A packed weight takes any number of rows, 8 a slice of the grid. */
+    if (j->m < 1 || j->m > (packed ? 65535L * MAX_ROWS : MAX_ROWS) || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
     if (j->k <= 0 || j->k % qk != 0 || j->k % SEG != 0 || j->k > (1 << 24))
@@ -980,7 +1001,9 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
-    if (packed) {
+    if (packed && j->m > MAX_ROWS) {
+        p.inline_x = false; /* the slices share one preparation */
+    } else if (packed) {
         /* Counted in blocks, and only half as many: with no weights staged ahead, a block
          * preparing a long input waits (H200, 8192 x 4096 Q4_0, m = 1: 512 blocks of 4096
          * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
