@@ -1,8 +1,10 @@
 /* The CUDA engine: QTensor storage on the GPU and QMatMul in its forms.
  *
  * Forms on the GPU (activations are never quantized here, as on the documents' GPU):
- * - quantized and precise: the weight stays in its format (Q8_0 rewritten as Q8_1 once:
- *   the same values, blocks on words); the tensor-core kernels (F16 weights too);
+ * - quantized and precise: the weight stays in its format, rearranged once into the
+ *   packed GPU layout where the format and shape allow (qpack.cuh), else in rows (Q8_0
+ *   rewritten as Q8_1: the same values, blocks on words); the tensor-core kernels (F16
+ *   weights too);
  * - f32: the weight dequantized once to f32 on the device, cuBLAS;
  * - f16: the weight dequantized once to f16 on the device, cuBLAS (x rounded to f16).
  * F32 and BF16 weights use the f32 form unless the f16 form is asked for (BF16 widened to
