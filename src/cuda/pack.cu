@@ -29,19 +29,39 @@ template <class P> __device__ __forceinline__ int gguf_code(const uint8_t *blk, 
 __device__ __forceinline__ uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 __device__ __forceinline__ void st16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
 
+/* The lane and the chunk of thread id in a pass over a packed weight (one thread per row
+ * group, chunk and lane), and the GGUF rows g and g + 8 of its group at the chunk's first
+ * block (chunk_row: GGUF bytes of a chunk row). live: id is inside the weight. */
+struct lane_chunk {
+    bool live;
+    int lane, g, t, c;
+    int64_t gc, G; /* chunk index over the weight, row group */
+    const uint8_t *rows[2];
+};
+__device__ __forceinline__ lane_chunk lane_chunk_of(int64_t groups, int nch, const uint8_t *src = nullptr,
+                                                    size_t row_bytes = 0, size_t chunk_row = 0)
+{
+    lane_chunk l;
+    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    l.live = id < groups * nch * 32;
+    l.lane = (int)(id & 31), l.g = l.lane >> 2, l.t = l.lane & 3;
+    l.gc = id >> 5, l.G = l.gc / nch;
+    l.c = (int)(l.gc - l.G * nch);
+    for (int up = 0; up < 2; up++)
+        l.rows[up] = src ? src + (size_t)(16 * l.G + l.g + 8 * up) * row_bytes + (size_t)l.c * chunk_row : nullptr;
+    return l;
+}
+
 /* One thread per (row group, chunk, lane): the lane's words of the chunk. */
 template <class P>
 __global__ void pack_kernel(const uint8_t *__restrict__ src, int64_t groups, int nch, size_t row_bytes,
                             uint8_t *__restrict__ dst)
 {
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= groups * nch * 32) return;
-    const int lane = (int)(id & 31), g = lane >> 2, t = lane & 3;
-    const int64_t gc = id >> 5, G = gc / nch;
-    const int c = (int)(gc - G * nch);
-    uint8_t *ch = dst + gc * P::CB;
-    const uint8_t *rows[2] = {src + (size_t)(16 * G + g) * row_bytes + (size_t)(2 * c) * P::GB,
-                              src + (size_t)(16 * G + g + 8) * row_bytes + (size_t)(2 * c) * P::GB};
+    const lane_chunk l = lane_chunk_of(groups, nch, src, row_bytes, 2 * P::GB);
+    if (!l.live) return;
+    const int lane = l.lane, g = l.g, t = l.t;
+    uint8_t *ch = dst + l.gc * P::CB;
+    const uint8_t *const *rows = l.rows;
     uint32_t w[8] = {0, 0, 0, 0, 0, 0, 0, 0}, qh = 0;
     for (int s = 0; s < 4; s++)
         for (int up = 0; up < 2; up++)
@@ -115,13 +135,12 @@ template <class P, typename OT>
 __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t groups, int nch, int64_t k,
                                       OT *__restrict__ y)
 {
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= groups * nch * 32) return;
-    const int lane = (int)(id & 31), g = lane >> 2, t = lane & 3;
-    const int64_t gc = id >> 5, G = gc / nch;
-    const int c = (int)(gc - G * nch);
+    const lane_chunk l = lane_chunk_of(groups, nch);
+    if (!l.live) return;
+    const int lane = l.lane, g = l.g, t = l.t, c = l.c;
+    const int64_t G = l.G;
     typename P::frag f;
-    P::load(w + gc * P::CB, lane, f);
+    P::load(w + l.gc * P::CB, lane, f);
 #pragma unroll
     for (int s = 0; s < P::NS; s++) {
         uint32_t a[4];
@@ -174,14 +193,11 @@ template <class P>
 __global__ void pack_k_kernel(const uint8_t *__restrict__ src, int64_t groups, int nch, size_t row_bytes,
                               uint8_t *__restrict__ dst)
 {
-    const int64_t id = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (id >= groups * nch * 32) return;
-    const int lane = (int)(id & 31), g = lane >> 2, t = lane & 3;
-    const int64_t gc = id >> 5, G = gc / nch;
-    const int c = (int)(gc - G * nch);
-    uint8_t *ch = dst + gc * P::CB;
-    const uint8_t *rows[2] = {src + (size_t)(16 * G + g) * row_bytes + (size_t)c * P::GB,
-                              src + (size_t)(16 * G + g + 8) * row_bytes + (size_t)c * P::GB};
+    const lane_chunk l = lane_chunk_of(groups, nch, src, row_bytes, P::GB);
+    if (!l.live) return;
+    const int lane = l.lane, g = l.g, t = l.t;
+    uint8_t *ch = dst + l.gc * P::CB;
+    const uint8_t *const *rows = l.rows;
     for (int s = 0; s < 16; s++) {
         uint32_t lo = 0, hi = 0;
         for (int up = 0; up < 2; up++)
