@@ -56,8 +56,9 @@ wk_status wk_cuda_check_launch(const char *what);
 /* Weight types the tensor-core matmul reads directly: the 12 quantized types and F16. */
 bool wk_cuda_qmm_supports(wk_type t);
 /* y[m, n] = x[m, k] · W[n, k]ᵀ with W in its own format (row-major blocks), x f32 or
- * f16, y f32. Below WK_CUDA_QMM_GEMM_ROWS rows: the tensor-core kernel with exact
- * weights and activations split into two halves (f32-like precision). From there on
+ * f16, y f32; W may be packed (wk_cuda_packed). Below WK_CUDA_QMM_GEMM_ROWS rows: the
+ * tensor-core kernels (a packed weight: the matrix-vector kernel) with exact weights and
+ * activations split into two halves (f32-like precision). From there on
  * (prefill): the weight dequantized to f16 in scratch and cuBLAS (the f16 form's
  * precision), as long as the addresses are fixed. */
 #define WK_CUDA_QMM_GEMM_ROWS 64
@@ -81,8 +82,9 @@ wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, cons
 wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t rows,
                                        int64_t dim, const int64_t *dpos);
 
-/* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows, the input prepared in the same
- * launch from one of three sources: the input as it is (f32 or f16), x / rms(x) * norm_w
+/* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows (a packed weight, wk_cuda_packed:
+ * any number, WK_CUDA_QMV_ROWS a grid slice, the input then prepared once in scratch), the
+ * input prepared in the same launch from one of three sources: the input as it is (f32 or f16), x / rms(x) * norm_w
  * (an RMSNorm, whose result is also stored at norm_out when its base is not NULL), or
  * silu(x) * x2 (x2 f32, nothing stored). Up to three weights of one type and k share the
  * input (q, k, v; gate, up), each with its output y[m, n] and, when add.base is not NULL,

@@ -12,7 +12,9 @@
  * whatever the block size) while it decodes the current chunk: per step of 16 elements
  * each lane decodes 4 integer weights of 2 rows into f16 registers (exact), runs
  * mma.m16n8k16 against hi (and lo), and applies the step's scale and additive term in
- * f32. Each weight byte is read from memory once for all input rows of the block. */
+ * f32. Each weight byte is read from memory once for all input rows of the block.
+ * Weights in the packed layout (qpack.cuh) take the packed matrix-vector kernel below 64
+ * rows instead. */
 #include <cuda_fp16.h>
 #include <stdint.h>
 
