@@ -250,8 +250,8 @@ int main(int argc, char **argv)
         /* The quantized form reads the weight in the layout the GPU keeps it in, as the
          * engine does (packed where it can be, WICK_CUDA_PACK=0: rows; else Q8_0 as Q8_1):
          * its GB/s count those bytes. */
-        const bool packed = wk_cuda_pack_enabled() && wk_cuda_pack_supports(t, n, k);
-        const wk_type kept = packed ? wk_cuda_packed(t) : wk_cuda_kept_type(t);
+        const wk_type kept = wk_cuda_kept_type(t, n, k);
+        const bool packed = wk_cuda_is_packed(kept);
         size_t kbytes = 0;
         OK(wk_type_row_bytes(wk_cuda_unpacked(kept), k, &kbytes));
         kbytes *= (size_t)n;
@@ -271,10 +271,8 @@ int main(int argc, char **argv)
                 OK(wk_cuda_malloc(fbytes, &w[i]));
                 if (wt == t)
                     OK(wk_cuda_copy_h2d(c, w[i], host, fbytes));
-                else if (f == 0 && packed)
-                    OK(wk_cuda_pack(c, t, q0, n, k, w[i]));
                 else if (f == 0)
-                    OK(wk_cuda_relayout(c, t, q0, n * k, w[i]));
+                    OK(wk_cuda_relayout(c, t, q0, n, k, w[i]));
                 else
                     OK(wk_cuda_dequantize(c, t, q0, n * k, w[i], wt));
             }

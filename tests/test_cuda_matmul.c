@@ -191,8 +191,8 @@ static void test_large_upload(wk_engine *e)
 #ifdef WICK_HAVE_CUDA /* the CUDA engine's own calls (the rest of the test uses the library's) */
 static void test_relayout(void)
 {
-    CHECK(wk_cuda_kept_type(WK_TYPE_Q8_0) == WK_TYPE_Q8_1);
-    CHECK(wk_cuda_kept_type(WK_TYPE_Q4_0) == WK_TYPE_Q4_0);
+    CHECK(wk_cuda_kept_type(WK_TYPE_Q8_0, 1, 32) == WK_TYPE_Q8_1); /* one row: not packed */
+    CHECK(wk_cuda_kept_type(WK_TYPE_Q4_0, 1, 32) == WK_TYPE_Q4_0);
     wk_cuda_ctx *c = NULL;
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return;
@@ -206,7 +206,7 @@ static void test_relayout(void)
     memset(got, 0xAB, NB * 36);
     void *ds = dev_copy(src, NB * 34), *dd = dev_copy(got, NB * 36);
     if (ds && dd) {
-        CHECK_OK(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, NB * 32, dd));
+        CHECK_OK(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, 1, NB * 32, dd));
         CHECK_OK(wk_cuda_ctx_sync(c));
         CHECK_OK(wk_cuda_copy_sync(got, dd, NB * 36, false));
         int bad = 0;
@@ -221,8 +221,8 @@ static void test_relayout(void)
             if (memcmp(g, s, 2) || sum_h != want_sum || memcmp(g + 4, s + 2, 32)) bad++;
         }
         CHECK_MSG(bad == 0, "q8_0 -> q8_1 relayout: %d of %d blocks differ", bad, NB);
-        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q4_0, ds, 32, dd), WK_ERR_INVALID, "kept as they are");
-        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, 48, dd), WK_ERR_INVALID, "multiple of");
+        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q4_0, ds, 1, 32, dd), WK_ERR_INVALID, "kept as they are");
+        CHECK_FAILS(wk_cuda_relayout(c, WK_TYPE_Q8_0, ds, 1, 48, dd), WK_ERR_INVALID, "multiple of");
     }
     wk_cuda_free(ds);
     wk_cuda_free(dd);

@@ -217,11 +217,17 @@ extern "C" wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const voi
     return wk_fail(WK_ERR_INVALID, "CUDA dequantize: target type must be f32 or f16");
 }
 
-extern "C" wk_type wk_cuda_kept_type(wk_type t) { return t == WK_TYPE_Q8_0 ? WK_TYPE_Q8_1 : t; }
+extern "C" wk_type wk_cuda_kept_type(wk_type t, int64_t n, int64_t k)
+{
+    if (wk_cuda_pack_enabled() && wk_cuda_pack_supports(t, n, k)) return wk_cuda_packed(t);
+    return t == WK_TYPE_Q8_0 ? WK_TYPE_Q8_1 : t;
+}
 
-extern "C" wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t nelem,
+extern "C" wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k,
                                       void *dst)
 {
+    if (wk_cuda_is_packed(wk_cuda_kept_type(t, n, k))) return wk_cuda_pack(c, t, src, n, k, dst);
+    const int64_t nelem = n * k;
     if (t != WK_TYPE_Q8_0)
         return wk_fail(WK_ERR_INVALID, "CUDA relayout: %s weights are kept as they are",
                        wk_traits(t) ? wk_traits(t)->name : "(unknown type)");

@@ -45,9 +45,7 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
     bool dense_form = mm->form == WK_FORM_F32 || mm->form == WK_FORM_F16;
     if (!dense_form && wk_cuda_qmm_supports(t) && (t != WK_TYPE_F16 || mm->k % 16 == 0)) {
         d->path = WK_CUDA_MM_QUANT;
-        /* The layout the kernels read fastest: packed where the format and shape allow. */
-        d->type = wk_cuda_pack_enabled() && wk_cuda_pack_supports(t, mm->n, mm->k) ? wk_cuda_packed(t)
-                                                                                    : wk_cuda_kept_type(t);
+        d->type = wk_cuda_kept_type(t, mm->n, mm->k); /* the layout the kernels read fastest */
     } else {
         /* F16 weights whose k is no multiple of 16 take the exact f32 copy in the precise
          * form (cuBLAS in f16 would round the activations). */
@@ -65,14 +63,12 @@ static wk_status wk_cuda_mm_create(wk_engine *e, wk_qmatmul *mm)
         /* Rewritten once on the device (relaid out, or dequantized for cuBLAS); the
          * original is then no longer needed: one copy of the weight. */
         size_t row = 0;
-        const bool packed = wk_cuda_is_packed(d->type);
         wk_status st = wk_type_row_bytes(wk_cuda_unpacked(d->type), mm->k, &row);
         const size_t bytes = row * (size_t)mm->n;
         if (!st) st = wk_cuda_malloc(bytes, &d->owned);
         if (!st)
-            st = packed                           ? wk_cuda_pack(c, t, mm->w->data, mm->n, mm->k, d->owned)
-                 : d->path == WK_CUDA_MM_QUANT ? wk_cuda_relayout(c, t, mm->w->data, nelem, d->owned)
-                                               : wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, d->type);
+            st = d->path == WK_CUDA_MM_QUANT ? wk_cuda_relayout(c, t, mm->w->data, mm->n, mm->k, d->owned)
+                                             : wk_cuda_dequantize(c, t, mm->w->data, nelem, d->owned, d->type);
         if (!st) st = wk_cuda_ctx_sync(c);
         if (st) {
             const wk_type dt = d->type;

@@ -84,10 +84,10 @@ wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up,
 
 /* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows (a packed weight, wk_cuda_packed:
  * any number, WK_CUDA_QMV_ROWS a grid slice, the input then prepared once in scratch), the
- * input prepared in the same launch from one of three sources: the input as it is (f32 or f16), x / rms(x) * norm_w
- * (an RMSNorm, whose result is also stored at norm_out when its base is not NULL), or
- * silu(x) * x2 (x2 f32, nothing stored). Up to three weights of one type and k share the
- * input (q, k, v; gate, up), each with its output y[m, n] and, when add.base is not NULL,
+ * input prepared in the same launch from one of three sources: the input as it is (f32 or
+ * f16), x / rms(x) * norm_w (an RMSNorm, whose result is also stored at norm_out when its
+ * base is not NULL), or silu(x) * x2 (x2 f32, nothing stored). Up to three weights of
+ * one type and k share the input (q, k, v; gate, up), each with its output y[m, n] and, when add.base is not NULL,
  * a residual that the result is also added to, or a RoPE applied to it. Precision as
  * wk_cuda_qmm below 64 rows. */
 #define WK_CUDA_QMV_ROWS 8
@@ -123,13 +123,14 @@ size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k);
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
 wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t nelem,
                              void *dst, wk_type dst_type);
-/* The type the GPU keeps a quantized weight of type t in: Q8_0 as Q8_1 (the same scale
- * and codes in 36-byte blocks, each on a 4-byte boundary, so that rows are copied in
- * whole words: the output head of the default model 26 -> 17 us); every other type as it
- * is. wk_cuda_relayout writes nelem elements of a Q8_0 weight in that layout (device
- * memory, dst holding nelem / 32 * 36 bytes). */
-wk_type wk_cuda_kept_type(wk_type t);
-wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t nelem, void *dst);
+/* The type the GPU keeps a quantized [n, k] weight of type t in: the packed layout below
+ * where the type and shape allow it, else Q8_0 as Q8_1 (the same scale and codes in
+ * 36-byte blocks, each on a 4-byte boundary, so that rows are copied in whole words: the
+ * output head of the default model 26 -> 17 us), else t. wk_cuda_relayout writes a GGUF
+ * weight of type t in that layout (device memory; dst holding the kept type's bytes); an
+ * error for a type kept as it is. */
+wk_type wk_cuda_kept_type(wk_type t, int64_t n, int64_t k);
+wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
 /* The packed GPU layout (qpack.cuh, pack.cu) of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights
  * with n % 16 == 0 and k % 64 == 0, and of Q4_K and Q6_K weights with k % 256 == 0:
  * every 16 rows x 64 (256) elements rearranged so that each lane of the matrix-vector

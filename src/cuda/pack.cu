@@ -1,6 +1,7 @@
 /* The packed GPU layout (qpack.cuh): made from GGUF rows when a weight is uploaded,
- * turned back into GGUF rows for the kernels that read rows (the decode attention launch),
- * and dequantized for the many-row path. Each runs once per weight or per prefill call. */
+ * dequantized for the many-row path, and turned back into GGUF rows (which shows that
+ * packing loses nothing: the tests compare them with the file's bytes). Each runs once per
+ * weight or per prefill call. */
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -71,9 +72,8 @@ __global__ void pack_kernel(const uint8_t *__restrict__ src, int64_t groups, int
                 if constexpr (P::BITS == 8) {
                     w[2 * s + up] |= q << (8 * i);
                 } else {
-                    w[s] |= (q & 15u) << ((i & 1) * 16 + (i >> 1) * 4 + up * 8);
-                    if constexpr (P::BITS == 5)
-                        qh |= ((q >> 4) & 1u) << (4 * s + (i >> 1) + 2 * up + 16 * (i & 1));
+                    w[s] |= (q & 15u) << wkp::nib_pos(i, up);
+                    if constexpr (P::BITS == 5) qh |= ((q >> 4) & 1u) << wkp::qh_pos(s, i, up);
                 }
             }
     uint32_t *cw = reinterpret_cast<uint32_t *>(ch + 16 * lane);
@@ -297,20 +297,6 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
     return WK_OK;
 }
 
-/* f(P{}) for the packed format P of type t (a packable type: check() passed). */
-template <class F> wk_status with_format(wk_type t, F &&f)
-{
-    switch (t) {
-    case WK_TYPE_Q4_0: return f(wkp::q4_0{});
-    case WK_TYPE_Q4_1: return f(wkp::q4_1{});
-    case WK_TYPE_Q5_0: return f(wkp::q5_0{});
-    case WK_TYPE_Q5_1: return f(wkp::q5_1{});
-    case WK_TYPE_Q4_K: return f(wkp::q4_K{});
-    case WK_TYPE_Q6_K: return f(wkp::q6_K{});
-    default: return f(wkp::q8_0{});
-    }
-}
-
 } // namespace
 
 extern "C" bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k)
@@ -333,7 +319,7 @@ extern "C" wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, in
     wk_status st = check("packing", t, n, k, dst, dst);
     if (st) return st;
     if ((uintptr_t)src % 2) return wk_fail(WK_ERR_INVALID, "CUDA packing: the weight starts at an odd address");
-    return with_format(t, [&](auto fmt) { return pack_t<decltype(fmt)>(c, src, n, k, dst); });
+    return wkp::with_format(t, [&](auto fmt) { return pack_t<decltype(fmt)>(c, src, n, k, dst); });
 }
 
 extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst)
@@ -341,7 +327,7 @@ extern "C" wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, 
     wk_status st = check("unpacking", t, n, k, src, src);
     if (st) return st;
     if ((uintptr_t)dst % 2) return wk_fail(WK_ERR_INVALID, "CUDA unpacking: the rows would start at an odd address");
-    return with_format(t, [&](auto fmt) { return unpack_t<decltype(fmt)>(c, src, n, k, dst); });
+    return wkp::with_format(t, [&](auto fmt) { return unpack_t<decltype(fmt)>(c, src, n, k, dst); });
 }
 
 extern "C" wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k,
@@ -351,5 +337,5 @@ extern "C" wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const 
     if (st) return st;
     if (dst_type != WK_TYPE_F32 && dst_type != WK_TYPE_F16)
         return wk_fail(WK_ERR_INVALID, "CUDA packed dequantization: target type must be f32 or f16");
-    return with_format(t, [&](auto fmt) { return dequant_t<decltype(fmt)>(c, w, n, k, dst, dst_type); });
+    return wkp::with_format(t, [&](auto fmt) { return dequant_t<decltype(fmt)>(c, w, n, k, dst, dst_type); });
 }

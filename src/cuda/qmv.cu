@@ -783,8 +783,6 @@ long inline_total()
     return lim;
 }
 
-/* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
- * staging a warp, at most MINB blocks of 8 warps per SM by its registers. */
 /* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8 per
  * SM (the kernel's register bound), so that large matrices run in one wave. */
 int first_wpg(int64_t groups, int nchunk, int sms, int minb)
@@ -803,6 +801,9 @@ int groups_per_block(int64_t groups, int wpg, int sms)
     return rg;
 }
 
+/* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
+ * staging a warp, at most minb blocks of 8 warps per SM by its registers, slices of 8
+ * input rows along y. */
 template <void (*K)(params)>
 wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb,
                       int slices = 1)
@@ -900,8 +901,7 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
                : launch_k<T, 1, false, minb_for<T, 1, false>()>(c, p, sms);
 }
 
-/* The packed kernel: 128 registers (2 blocks of 8 warps per SM) for 5-8 input rows, 80
- * (3 blocks) for 1-4. */
+/* The packed kernel at its register bound and depth (packed_minb, packed_depth). */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count(), nchunk = p.k / P::KC, slices = (p.m + MAX_ROWS - 1) / MAX_ROWS;
@@ -910,12 +910,6 @@ template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
             c, p, sms, nchunk, 0, packed_minb<P>(true), slices);
     return launch_geom<qmv_packed_kernel<P, 1, packed_minb<P>(false), packed_depth<P>(false)>>(
         c, p, sms, nchunk, 0, packed_minb<P>(false));
-}
-/* What the inline decision needs of the packed kernel: chunks a row group, register bound. */
-template <class P> void packed_shape(const params &p, int &nchunk, int &minb)
-{
-    nchunk = p.k / P::KC;
-    minb = packed_minb<P>(p.m > 4);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -933,6 +927,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     const bool packed = wk_cuda_is_packed(j->wtype);
     const wk_type base = wk_cuda_unpacked(j->wtype);
     const wk_type_traits *tr = wk_traits(base);
+    /* (16 rows of 256: a shape every packable type takes) */
     if (!tr || !wk_cuda_qmm_supports(base) || (packed && !wk_cuda_pack_supports(base, 16, 256)))
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
@@ -1012,11 +1007,10 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
          * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
          * 49152 x 576 head 9.9 inside, 11.3 outside). */
         int nchunk = 1, minb = 2;
-        switch (base) {
-        case WK_TYPE_Q4_K: packed_shape<wkp::q4_K>(p, nchunk, minb); break;
-        case WK_TYPE_Q6_K: packed_shape<wkp::q6_K>(p, nchunk, minb); break;
-        default: packed_shape<wkp::q4_0>(p, nchunk, minb); break;
-        }
+        wkp::with_format(base, [&](auto fmt) {
+            using P = decltype(fmt);
+            nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4);
+        });
         const int sms = sm_count();
         const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
         p.inline_x = j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
@@ -1037,15 +1031,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                                      dim3(256), 0, c->stream, p);
         if (st) return st;
     }
-    if (packed) switch (base) {
-        case WK_TYPE_Q4_0: return launch_packed<wkp::q4_0>(c, p);
-        case WK_TYPE_Q4_1: return launch_packed<wkp::q4_1>(c, p);
-        case WK_TYPE_Q5_0: return launch_packed<wkp::q5_0>(c, p);
-        case WK_TYPE_Q5_1: return launch_packed<wkp::q5_1>(c, p);
-        case WK_TYPE_Q4_K: return launch_packed<wkp::q4_K>(c, p);
-        case WK_TYPE_Q6_K: return launch_packed<wkp::q6_K>(c, p);
-        default: return launch_packed<wkp::q8_0>(c, p);
-        }
+    if (packed) return wkp::with_format(base, [&](auto fmt) { return launch_packed<decltype(fmt)>(c, p); });
     switch (j->wtype) {
     case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
     case WK_TYPE_Q4_1: return launch<wkq::q4_1>(c, p);

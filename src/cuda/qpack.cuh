@@ -41,6 +41,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "wick/common.h"
+
 namespace wkp {
 
 /* Weights are read once: not kept in L1; the L2 fetches whole 256-byte stretches. */
@@ -109,6 +111,9 @@ __device__ __forceinline__ void finish_nibbles(const nib4 &n, int bias, uint32_t
 
 /* Where element i (0..3) of row half up (0: g, 1: g + 8) sits in a step's nibble word. */
 __device__ __forceinline__ int nib_pos(int i, int up) { return (i & 1) * 16 + (i >> 1) * 4 + up * 8; }
+/* Where the fifth bit of element i of row half up in step s sits in a lane's qh word:
+ * pair j = i / 2 + 2 up at bit 4 s + j, its second element 16 bits up. */
+__device__ __forceinline__ int qh_pos(int s, int i, int up) { return 4 * s + (i >> 1) + 2 * up + 16 * (i & 1); }
 /* The lane that holds row rr (0..15) and element e of a chunk row. */
 __device__ __forceinline__ int lane_of(int rr, int e) { return 4 * (rr & 7) + ((e & 15) >> 2); }
 /* Word s of the nibble region (4 steps a 512-byte quarter) of lane `lane`. */
@@ -192,10 +197,7 @@ template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> stru
             return ch[512 * (s >> 1) + 16 * lane + 4 * (2 * (s & 1) + up) + i];
         } else {
             int q = (int)((rd32(ch + 16 * lane + 4 * s) >> nib_pos(i, up)) & 15u);
-            if constexpr (BITS == 5) {
-                const int j = (i >> 1) + 2 * up;
-                q |= (int)((rd32(ch + CODE + 4 * lane) >> (4 * s + j + 16 * (i & 1))) & 1u) << 4;
-            }
+            if constexpr (BITS == 5) q |= (int)((rd32(ch + CODE + 4 * lane) >> qh_pos(s, i, up)) & 1u) << 4;
             return q;
         }
     }
@@ -317,6 +319,21 @@ struct q6_K {
         return lo | hi << 4;
     }
 };
+
+/* f(P{}) for the packed format P of type t, which must be packable
+ * (wk_cuda_pack_supports): the one place a type id becomes a format. */
+template <class F> auto with_format(wk_type t, F &&f)
+{
+    switch (t) {
+    case WK_TYPE_Q4_0: return f(q4_0{});
+    case WK_TYPE_Q4_1: return f(q4_1{});
+    case WK_TYPE_Q5_0: return f(q5_0{});
+    case WK_TYPE_Q5_1: return f(q5_1{});
+    case WK_TYPE_Q4_K: return f(q4_K{});
+    case WK_TYPE_Q6_K: return f(q6_K{});
+    default: return f(q8_0{});
+    }
+}
 
 } // namespace wkp
 
