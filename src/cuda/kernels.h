@@ -87,9 +87,9 @@ wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up,
  * input prepared in the same launch from one of three sources: the input as it is (f32 or
  * f16), x / rms(x) * norm_w (an RMSNorm, whose result is also stored at norm_out when its
  * base is not NULL), or silu(x) * x2 (x2 f32, nothing stored). Up to three weights of
- * one type and k share the input (q, k, v; gate, up), each with its output y[m, n] and, when add.base is not NULL,
- * a residual that the result is also added to, or a RoPE applied to it. Precision as
- * wk_cuda_qmm below 64 rows. */
+ * one type and k share the input (q, k, v; gate, up), each with its output y[m, n] and,
+ * when add.base is not NULL, a residual that the result is also added to, or a RoPE
+ * applied to it. Precision as wk_cuda_qmm below 64 rows. */
 #define WK_CUDA_QMV_ROWS 8
 typedef enum { WK_QMV_INPUT, WK_QMV_RMSNORM, WK_QMV_SILU_MUL } wk_qmv_src;
 typedef struct wk_cuda_qmv_out {
