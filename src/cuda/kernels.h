@@ -151,6 +151,14 @@ wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, in
 wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
 wk_status wk_cuda_dequantize_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k, void *dst,
                                     wk_type dst_type);
+/* Many input rows against a packed weight t (wk_cuda_packed) on a GPU that runs the
+ * sm_90a kernels (compute capability 9.0): the weight dequantized to f16 in registers and
+ * multiplied on the tensor cores by wgmma, the f16 form's precision, no f16 copy of the
+ * weight written (sm90a/gemm_packed.cu). x f32 or f16, m rows of k, contiguous; y [m, n]
+ * f32. supports: whether this GPU and shape take it (else dequantize + cuBLAS). */
+bool wk_cuda_gemm_packed_supports(wk_type t, int64_t n, int64_t k);
+wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k, const void *x,
+                              wk_type xtype, int64_t m, float *y);
 /* Convert between f32 and f16 on the device. */
 wk_status wk_cuda_convert(wk_cuda_ctx *c, const void *src, wk_type src_type, void *dst,
                           wk_type dst_type, int64_t count);

@@ -66,9 +66,21 @@ __device__ __forceinline__ uint32_t ld_stream4(const void *p)
     asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
-__device__ __forceinline__ void ld4(const uint8_t *p, uint32_t *w)
+/* Where a fragment is loaded from: global memory, streamed (the matrix-vector kernel,
+ * packing), or shared memory (the many-row kernel stages chunks there). */
+struct from_global {
+    __device__ static __forceinline__ uint4 ld16(const uint8_t *p) { return ld_stream16(p); }
+    __device__ static __forceinline__ uint2 ld8(const uint8_t *p) { return ld_stream8(p); }
+    __device__ static __forceinline__ uint32_t ld4(const uint8_t *p) { return ld_stream4(p); }
+};
+struct from_shared {
+    __device__ static __forceinline__ uint4 ld16(const uint8_t *p) { return *reinterpret_cast<const uint4 *>(p); }
+    __device__ static __forceinline__ uint2 ld8(const uint8_t *p) { return *reinterpret_cast<const uint2 *>(p); }
+    __device__ static __forceinline__ uint32_t ld4(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+};
+template <class R = from_global> __device__ __forceinline__ void ld4(const uint8_t *p, uint32_t *w)
 {
-    const uint4 a = ld_stream16(p);
+    const uint4 a = R::ld16(p);
     w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w;
 }
 
@@ -139,17 +151,17 @@ template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> stru
         uint32_t qh;
         uint32_t sc[ADD ? 4 : 2];
     };
-    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
-        ld4(ch + 16 * lane, f.w);
-        if constexpr (BITS == 8) ld4(ch + 512 + 16 * lane, f.w + 4);
-        if constexpr (BITS == 5) f.qh = ld_stream4(ch + CODE + 4 * lane);
+        ld4<R>(ch + 16 * lane, f.w);
+        if constexpr (BITS == 8) ld4<R>(ch + 512 + 16 * lane, f.w + 4);
+        if constexpr (BITS == 5) f.qh = R::ld4(ch + CODE + 4 * lane);
         else f.qh = 0;
         const uint8_t *sc = ch + CODE + QH + (lane >> 2) * SCB;
         if constexpr (ADD) {
-            ld4(sc, f.sc);
+            ld4<R>(sc, f.sc);
         } else {
-            const uint2 v = ld_stream8(sc);
+            const uint2 v = R::ld8(sc);
             f.sc[0] = v.x, f.sc[1] = v.y;
         }
     }
@@ -222,12 +234,12 @@ struct q4_K {
         uint32_t w[16];
         uint32_t h[8]; /* row g's 16 header bytes, then row g + 8's */
     };
-    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
 #pragma unroll
-        for (int q = 0; q < 4; q++) ld4(ch + 512 * q + 16 * lane, f.w + 4 * q);
-        ld4(ch + HDR + 32 * (lane >> 2), f.h);
-        ld4(ch + HDR + 32 * (lane >> 2) + 16, f.h + 4);
+        for (int q = 0; q < 4; q++) ld4<R>(ch + 512 * q + 16 * lane, f.w + 4 * q);
+        ld4<R>(ch + HDR + 32 * (lane >> 2), f.h);
+        ld4<R>(ch + HDR + 32 * (lane >> 2) + 16, f.h + 4);
     }
     __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
                                                 uint32_t &a3)
@@ -280,15 +292,15 @@ struct q6_K {
         uint32_t sc[8]; /* row g's 16 int8 scales, then row g + 8's */
         uint32_t d;     /* d(g), d(g + 8) */
     };
-    __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
 #pragma unroll
-        for (int q = 0; q < 4; q++) ld4(ch + 512 * q + 16 * lane, f.w + 4 * q);
-        ld4(ch + HI + 16 * lane, f.hi);
-        ld4(ch + HI + 512 + 16 * lane, f.hi + 4);
-        ld4(ch + SC + 32 * (lane >> 2), f.sc);
-        ld4(ch + SC + 32 * (lane >> 2) + 16, f.sc + 4);
-        f.d = ld_stream4(ch + D + 4 * (lane >> 2));
+        for (int q = 0; q < 4; q++) ld4<R>(ch + 512 * q + 16 * lane, f.w + 4 * q);
+        ld4<R>(ch + HI + 16 * lane, f.hi);
+        ld4<R>(ch + HI + 512 + 16 * lane, f.hi + 4);
+        ld4<R>(ch + SC + 32 * (lane >> 2), f.sc);
+        ld4<R>(ch + SC + 32 * (lane >> 2) + 16, f.sc + 4);
+        f.d = R::ld4(ch + D + 4 * (lane >> 2));
     }
     __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
                                                 uint32_t &a3)

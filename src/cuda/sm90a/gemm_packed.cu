@@ -1,0 +1,441 @@
+/* The quantized matmul for many input rows on Hopper (compute capability 9.0, built as
+ * sm_90a): weights in the packed layout (qpack.cuh) are dequantized to f16 in registers,
+ * straight into the A operand of wgmma, and multiplied with x from shared memory.
+ *
+ * The product is D = W x^T, so the weight rows are wgmma's M and the input rows its N:
+ * a warpgroup takes 64 weight rows (each warp the 16 rows of one packed row group, whose
+ * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
+ * of WGS warpgroups walks k one packed chunk (KC elements) at a time through a ring of ST
+ * shared-memory stages, each holding the chunk's weight bytes for the block's row groups
+ * and the BN x KC piece of x, both copied with cp.async several chunks ahead. x is
+ * converted to f16 first (permute_x) with each 16 elements in the k order the packed
+ * fragments use (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at
+ * positions 2t, 2t+1, 2t+8, 2t+9), and stored in the 128-byte swizzled layout wgmma reads
+ * without bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a
+ * pair with the block's scale and minimum (the f16 rounding of the dequantized weight, as
+ * the f16 form has), then wgmma; up to 4 steps stay in flight.
+ *
+ * Precision is the f16 form's (x and the dequantized weights rounded to f16, f32 sums),
+ * what the dequantize + cuBLAS path it replaces had, without writing and reading the f16
+ * weight. */
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "cuda/cuda_util.cuh"
+#include "cuda/kernels.h"
+#include "cuda/mma.cuh"
+#include "cuda/qpack.cuh"
+#include "cuda/traits_cxx.h"
+
+namespace {
+
+using wkp::h2u;
+using wkp::u2h;
+
+constexpr int SMEM_LIMIT = 227 * 1024 - 128; /* shared memory a block may have (sm_90), less the barriers */
+constexpr int MAX_STAGES = 8;
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* 16 bytes global -> shared, asynchronously; zeros when !valid (src must still be mapped). */
+__device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+/* The copy engine (cp.async.bulk): whole stretches of bytes into shared memory, counted
+ * on an mbarrier, without the per-thread requests that cap cp.async's bytes in flight. */
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "WAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra WAIT_%=;\n"
+                 "}" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
+/* wgmma reads shared memory through the async proxy: writes made by cp.async must be
+ * fenced for it. */
+__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+
+/* The descriptor of a K-major operand in the 128-byte swizzle: rows of 128 bytes (64 f16),
+ * 8-row atoms 1024 bytes apart (the stride), the leading offset unused. */
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+/* D (64 x N, f32) += A (64 x 16, f16, registers) * B (16 x N, f16, shared memory). */
+__device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+
+__device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+                 "{%128, %129, %130, %131}, %132, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+template <int BN> struct acc_t;
+template <> struct acc_t<64> {
+    static __device__ __forceinline__ void mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc) { wgmma_n64(d, a, desc); }
+};
+template <> struct acc_t<128> {
+    static __device__ __forceinline__ void mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) { wgmma_n128(d, a, desc); }
+};
+template <> struct acc_t<256> {
+    static __device__ __forceinline__ void mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) { wgmma_n256(d, a, desc); }
+};
+
+/* x (m rows of k, f32 or f16, contiguous) as f16 in the image of the kernel's stages:
+ * for each tile of BN rows and each chunk of KC elements, BN x KC halves as KC / 64 slabs
+ * of BN rows of 128 bytes, the 16-byte pieces of row r swizzled (piece q at q ^ (r & 7)),
+ * and each 16 elements in the packed fragments' k order (positions 0-7: elements
+ * 0,1,4,5,8,9,12,13; 8-15: 2,3,6,7,10,11,14,15). Rows from m to the tile's end are zeros.
+ * One thread a 16 elements. */
+template <int BN, int KC, class T>
+__global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, __half *__restrict__ xs)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= segs) return;
+    const int segs_row = k / 16;
+    const int row = (int)(i / segs_row), sk = (int)(i % segs_row);
+    float v[16];
+    if (row < m) {
+        wkm::load16(x + (size_t)row * k + 16 * sk, v);
+    } else {
+#pragma unroll
+        for (int j = 0; j < 16; j++) v[j] = 0.f;
+    }
+    uint4 o[2];
+    __half2 *h = reinterpret_cast<__half2 *>(o);
+#pragma unroll
+    for (int t = 0; t < 4; t++) {
+        h[t] = __floats2half2_rn(v[4 * t], v[4 * t + 1]);
+        h[4 + t] = __floats2half2_rn(v[4 * t + 2], v[4 * t + 3]);
+    }
+    const int tile = row / BN, r = row % BN, c = sk / (KC / 16), sc = sk % (KC / 16);
+    const int slab = sc / 4, q = 2 * (sc % 4);
+    uint8_t *img = reinterpret_cast<uint8_t *>(xs) + ((size_t)tile * (k / KC) + c) * (BN * KC * 2) +
+                   slab * (BN * 128) + r * 128;
+    *reinterpret_cast<uint4 *>(img + ((q ^ (r & 7)) << 4)) = o[0];
+    *reinterpret_cast<uint4 *>(img + (((q + 1) ^ (r & 7)) << 4)) = o[1];
+}
+
+template <class P, int BN, int WGS> struct tile {
+    static constexpr int BM = 64 * WGS, GROUPS = BM / 16, THREADS = 128 * WGS;
+    static constexpr int XB = BN * P::KC * 2;   /* x bytes of a stage: KC / 64 slabs of BN x 128 */
+    static constexpr int WB = GROUPS * P::CB;   /* weight bytes of a stage */
+    static constexpr int SB = (XB + WB + 1023) / 1024 * 1024;
+    static constexpr int ST = (SMEM_LIMIT - 1024) / SB < MAX_STAGES ? (SMEM_LIMIT - 1024) / SB : MAX_STAGES;
+    static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
+    static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
+    static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
+};
+
+template <class P, int BN, int WGS, bool BULK>
+__global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
+    gemm_packed_kernel(const uint8_t *__restrict__ w, const __half *__restrict__ xs, int m, int n, int k,
+                       float *__restrict__ y)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    using T = tile<P, BN, WGS>;
+    constexpr int ST = T::ST, SB = T::SB, XB = T::XB;
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
+    const uint32_t sbase = smem_addr(smem);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int nchunk = k / P::KC, ngroups = n / 16;
+    const int g0 = (int)blockIdx.x * T::GROUPS, m0 = (int)blockIdx.y * BN;
+    const int gw = g0 + warp; /* this warp's row group */
+    const bool live = gw < ngroups;
+
+    /* x's tile for this block (permute_x's image) and the block's live row groups. */
+    const uint8_t *ximg = reinterpret_cast<const uint8_t *>(xs) + (size_t)blockIdx.y * nchunk * XB;
+    const int glive = min(T::GROUPS, ngroups - g0);
+    __shared__ __align__(8) uint64_t full[ST], empty[ST];
+
+    /* Chunk c into stage buffer b: the producer warp's first lane asks the copy engine
+     * (BULK), or every thread copies 16-byte pieces. */
+    auto fill = [&](int c, int b) {
+        const uint32_t st = sbase + (uint32_t)(b * SB);
+        if constexpr (BULK) {
+            const uint32_t bar = smem_addr(&full[b]);
+            mbar_expect(bar, (uint32_t)(XB + glive * P::CB));
+            bulk_copy(st, ximg + (size_t)c * XB, XB, bar);
+            for (int gi = 0; gi < glive; gi++)
+                bulk_copy(st + XB + gi * P::CB, w + ((size_t)(g0 + gi) * nchunk + c) * P::CB, P::CB, bar);
+        } else {
+#pragma unroll
+            for (int i = tid; i < XB / 16; i += T::THREADS) cp16(st + 16 * i, ximg + (size_t)c * XB + 16 * i, true);
+            constexpr int PG = P::CB / 16;
+#pragma unroll
+            for (int i = tid; i < T::GROUPS * PG; i += T::THREADS) {
+                const int G = g0 + i / PG;
+                const uint8_t *src = w + ((size_t)min(G, ngroups - 1) * nchunk + c) * P::CB + 16 * (i % PG);
+                cp16(st + XB + 16 * i, src, G < ngroups);
+            }
+        }
+    };
+
+    if constexpr (BULK) {
+        /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0). */
+        if (glive < T::GROUPS && tid < T::THREADS)
+            for (int i = tid; i < ST * (T::GROUPS - glive) * P::CB / 16; i += T::THREADS) {
+                const int per = (T::GROUPS - glive) * P::CB / 16, b = i / per;
+                *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * P::CB + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
+            }
+        if (tid == 0) {
+            for (int b = 0; b < ST; b++) {
+                mbar_init(smem_addr(&full[b]), 1);
+                mbar_init(smem_addr(&empty[b]), 4 * WGS);
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        __syncthreads();
+        /* The producer: chunk c goes into buffer c % ST once every consumer warp has let go
+         * of chunk c - ST (they do at the end of the chunk after it). */
+        if (warp == 4 * WGS) {
+            if (lane == 0)
+                for (int c = 0; c < nchunk; c++) {
+                    if (c >= ST) mbar_wait(smem_addr(&empty[c % ST]), (uint32_t)((c / ST - 1) & 1));
+                    fill(c, c % ST);
+                }
+            return;
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < ST - 2; s++) {
+            if (s < nchunk) fill(s, s);
+            cp_commit();
+        }
+    }
+
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
+
+    for (int c = 0; c < nchunk; c++) {
+        const int b = c % ST;
+        if constexpr (BULK) {
+            mbar_wait(smem_addr(&full[b]), (uint32_t)((c / ST) & 1));
+        } else {
+            cp_wait<ST - 3>();
+            fence_async_smem();
+            __syncthreads(); /* chunk c is in for all; chunk c - 2's products are done in all warps */
+            if (c + ST - 2 < nchunk) fill(c + ST - 2, (c + ST - 2) % ST);
+            cp_commit();
+        }
+
+        const uint8_t *st = smem + b * SB;
+        typename P::frag f;
+        P::template load<wkp::from_shared>(st + XB + warp * P::CB, lane, f);
+#pragma unroll
+        for (int s = 0; s < P::NS; s++) {
+            uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
+            P::step(f, s, a[0], a[1], a[2], a[3]);
+            const float2 d = P::scale(f, s / P::SG);
+            const __half2 d0 = __float2half2_rn(d.x), d1 = __float2half2_rn(d.y);
+            if constexpr (P::ADD) {
+                const float2 mn = P::add(f, s / P::SG);
+                const __half2 m0h = __float2half2_rn(mn.x), m1h = __float2half2_rn(mn.y);
+                a[0] = h2u(__hfma2(u2h(a[0]), d0, m0h)), a[2] = h2u(__hfma2(u2h(a[2]), d0, m0h));
+                a[1] = h2u(__hfma2(u2h(a[1]), d1, m1h)), a[3] = h2u(__hfma2(u2h(a[3]), d1, m1h));
+            } else {
+                a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
+                a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
+            }
+            const uint32_t xa = sbase + (uint32_t)(b * SB + (s >> 2) * (BN * 128) + (s & 3) * 32);
+            wg_fence();
+            acc_t<BN>::mma(acc, a, desc_sw128(xa));
+            wg_commit();
+            wg_wait<3>();
+        }
+        /* All but this chunk's last 3 steps are done: chunk c - 1's buffer is free. */
+        if (BULK && c > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(c - 1) % ST]));
+    }
+    wg_wait<0>();
+
+    if (!live) return;
+    const int g = lane >> 2, t = lane & 3;
+    const int r0 = gw * 16 + g;
+#pragma unroll
+    for (int i = 0; i < BN / 8; i++) {
+        const int col = m0 + 8 * i + 2 * t;
+        if (col < m) {
+            y[(size_t)col * n + r0] = acc[4 * i];
+            y[(size_t)col * n + r0 + 8] = acc[4 * i + 2];
+        }
+        if (col + 1 < m) {
+            y[(size_t)(col + 1) * n + r0] = acc[4 * i + 1];
+            y[(size_t)(col + 1) * n + r0 + 8] = acc[4 * i + 3];
+        }
+    }
+#else
+    (void)w, (void)xs, (void)m, (void)n, (void)k, (void)y;
+#endif
+}
+
+/* WICK_CUDA_WGMMA_BULK=0: the stages copied by cp.async instead of the copy engine. */
+bool use_bulk()
+{
+    static const long on = wk_env_long("WICK_CUDA_WGMMA_BULK", 1);
+    return on != 0;
+}
+
+template <class P, int BN, int WGS, bool BULK> wk_status launch(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k,
+                                                                const __half *xs, int64_t m, float *y)
+{
+    using T = tile<P, BN, WGS>;
+    static bool ready = false; /* the shared-memory size is set once per kernel */
+    if (!ready) {
+        wk_status st = wk_cuda_err(cudaFuncSetAttribute(gemm_packed_kernel<P, BN, WGS, BULK>,
+                                                        cudaFuncAttributeMaxDynamicSharedMemorySize, T::SMEM),
+                                   "the many-row packed matmul kernel's shared memory");
+        if (st) return st;
+        ready = true;
+    }
+    const dim3 grid((unsigned)((n / 16 + T::GROUPS - 1) / T::GROUPS), (unsigned)((m + BN - 1) / BN));
+    gemm_packed_kernel<P, BN, WGS, BULK><<<grid, T::THREADS + (BULK ? 32 : 0), T::SMEM, c->stream>>>(
+        (const uint8_t *)w, xs, (int)m, (int)n, (int)k, y);
+    return wk_cuda_check_launch("the many-row packed matmul kernel");
+}
+
+/* x into the stage image for tiles of BN rows (scratch), then the kernel. */
+template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k,
+                                                  const void *x, wk_type xtype, int64_t m, float *y)
+{
+    const int64_t mpad = (m + BN - 1) / BN * BN, segs = mpad * k / 16;
+    wk_status st = wk_cuda_scratch_reserve(c, (size_t)(mpad * k) * 2);
+    if (st) return st;
+    __half *xs = (__half *)c->scratch;
+    const unsigned blocks = (unsigned)((segs + 255) / 256);
+    if (xtype == WK_TYPE_F16)
+        permute_x<BN, P::KC><<<blocks, 256, 0, c->stream>>>((const __half *)x, (int)m, (int)k, segs, xs);
+    else
+        permute_x<BN, P::KC><<<blocks, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, segs, xs);
+    st = wk_cuda_check_launch("the many-row packed matmul's input conversion");
+    if (st) return st;
+    return use_bulk() ? launch<P, BN, WGS, true>(c, w, n, k, xs, m, y) : launch<P, BN, WGS, false>(c, w, n, k, xs, m, y);
+}
+
+/* Whether this GPU runs the sm_90a kernels (a cubin for compute capability 9.0 only). */
+bool device_runs_sm90a()
+{
+    static int ok = -1;
+    if (ok < 0) {
+        cudaFuncAttributes a;
+        ok = cudaFuncGetAttributes(&a, gemm_packed_kernel<wkp::q4_0, 64, 2, true>) == cudaSuccess;
+        (void)cudaGetLastError();
+    }
+    return ok == 1;
+}
+
+} // namespace
+
+/* WICK_CUDA_WGMMA=0 sends many rows to dequantize + cuBLAS (measurements side by side). */
+extern "C" bool wk_cuda_gemm_packed_supports(wk_type t, int64_t n, int64_t k)
+{
+    static const long on = wk_env_long("WICK_CUDA_WGMMA", 1);
+    return on != 0 && wk_cuda_is_packed(t) && wk_cuda_pack_supports(wk_cuda_unpacked(t), n, k) && device_runs_sm90a();
+}
+
+extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *w, int64_t n, int64_t k,
+                                         const void *x, wk_type xtype, int64_t m, float *y)
+{
+    const wk_type base = wk_cuda_unpacked(t);
+    if (!wk_cuda_gemm_packed_supports(t, n, k) || m <= 0 || m > INT32_MAX / k)
+        return wk_fail(WK_ERR_UNSUPPORTED, "CUDA many-row packed matmul: a %s [%lld, %lld] weight on this GPU",
+                       wk_traits(base) ? wk_traits(base)->name : "(unknown)", (long long)n, (long long)k);
+    return wkp::with_format(base, [&](auto p) -> wk_status {
+        using P = decltype(p);
+        static const long tv = wk_env_long("WICK_CUDA_WGMMA_TILE", 0);
+        if constexpr (P::KC == 256) {
+            if (tv == 3) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
+        } else {
+            if (tv == 1) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            if (tv == 2) return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
+            if (tv == 3) return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
+            if (tv == 4) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            if (m <= 64) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            return run<P, 128, 2>(c, w, n, k, x, xtype, m, y);
+        }
+    });
+}
