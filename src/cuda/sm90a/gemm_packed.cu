@@ -7,13 +7,16 @@
  * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
  * of WGS warpgroups walks k one packed chunk (KC elements) at a time through a ring of ST
  * shared-memory stages, each holding the chunk's weight bytes for the block's row groups
- * and the BN x KC piece of x, both copied with cp.async several chunks ahead. x is
- * converted to f16 first (permute_x) with each 16 elements in the k order the packed
+ * and the BN x KC piece of x. One more warp only feeds the ring: its first lane has the
+ * copy engine (cp.async.bulk) bring each stage in a few whole copies, counted on the
+ * stage's "full" mbarrier, as soon as every consumer warp has signalled "empty" on it;
+ * the consumers never wait for one another. x is converted to f16 first (permute_x),
+ * written in the very image of the stages: each 16 elements in the k order the packed
  * fragments use (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at
- * positions 2t, 2t+1, 2t+8, 2t+9), and stored in the 128-byte swizzled layout wgmma reads
- * without bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a
- * pair with the block's scale and minimum (the f16 rounding of the dequantized weight, as
- * the f16 form has), then wgmma; up to 4 steps stay in flight.
+ * positions 2t, 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without
+ * bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair
+ * with the block's scale and minimum (the f16 rounding of the dequantized weight, as the
+ * f16 form has), then wgmma; up to 4 steps stay in flight.
  *
  * Precision is the f16 form's (x and the dequantized weights rounded to f16, f32 sums),
  * what the dequantize + cuBLAS path it replaces had, without writing and reading the f16
@@ -36,15 +39,6 @@ constexpr int SMEM_LIMIT = 227 * 1024 - 128; /* shared memory a block may have (
 constexpr int MAX_STAGES = 8;
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-/* 16 bytes global -> shared, asynchronously; zeros when !valid (src must still be mapped). */
-__device__ __forceinline__ void cp16(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 /* The copy engine (cp.async.bulk): whole stretches of bytes into shared memory, counted
  * on an mbarrier, without the per-thread requests that cap cp.async's bytes in flight. */
@@ -75,9 +69,6 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_
                  ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
 
-/* wgmma reads shared memory through the async proxy: writes made by cp.async must be
- * fenced for it. */
-__device__ __forceinline__ void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
@@ -102,25 +93,6 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4]
                    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
-                 "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
-}
-
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
@@ -154,9 +126,6 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[
 template <int BN> struct acc_t;
 template <> struct acc_t<64> {
     static __device__ __forceinline__ void mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc) { wgmma_n64(d, a, desc); }
-};
-template <> struct acc_t<128> {
-    static __device__ __forceinline__ void mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) { wgmma_n128(d, a, desc); }
 };
 template <> struct acc_t<256> {
     static __device__ __forceinline__ void mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) { wgmma_n256(d, a, desc); }
@@ -208,8 +177,8 @@ template <class P, int BN, int WGS> struct tile {
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
 };
 
-template <class P, int BN, int WGS, bool BULK>
-__global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
+template <class P, int BN, int WGS>
+__global__ void __launch_bounds__(128 * WGS + 32, 1)
     gemm_packed_kernel(const uint8_t *__restrict__ w, const __half *__restrict__ xs, int m, int n, int k,
                        float *__restrict__ y)
 {
@@ -231,60 +200,36 @@ __global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
     const int glive = min(T::GROUPS, ngroups - g0);
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
 
-    /* Chunk c into stage buffer b: the producer warp's first lane asks the copy engine
-     * (BULK), or every thread copies 16-byte pieces. */
-    auto fill = [&](int c, int b) {
-        const uint32_t st = sbase + (uint32_t)(b * SB);
-        if constexpr (BULK) {
-            const uint32_t bar = smem_addr(&full[b]);
-            mbar_expect(bar, (uint32_t)(XB + glive * P::CB));
-            bulk_copy(st, ximg + (size_t)c * XB, XB, bar);
-            for (int gi = 0; gi < glive; gi++)
-                bulk_copy(st + XB + gi * P::CB, w + ((size_t)(g0 + gi) * nchunk + c) * P::CB, P::CB, bar);
-        } else {
-#pragma unroll
-            for (int i = tid; i < XB / 16; i += T::THREADS) cp16(st + 16 * i, ximg + (size_t)c * XB + 16 * i, true);
-            constexpr int PG = P::CB / 16;
-#pragma unroll
-            for (int i = tid; i < T::GROUPS * PG; i += T::THREADS) {
-                const int G = g0 + i / PG;
-                const uint8_t *src = w + ((size_t)min(G, ngroups - 1) * nchunk + c) * P::CB + 16 * (i % PG);
-                cp16(st + XB + 16 * i, src, G < ngroups);
-            }
+    /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0). */
+    if (glive < T::GROUPS && tid < T::THREADS)
+        for (int i = tid; i < ST * (T::GROUPS - glive) * P::CB / 16; i += T::THREADS) {
+            const int per = (T::GROUPS - glive) * P::CB / 16, b = i / per;
+            *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * P::CB + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
         }
-    };
+    if (tid == 0) {
+        for (int b = 0; b < ST; b++) {
+            mbar_init(smem_addr(&full[b]), 1);
+            mbar_init(smem_addr(&empty[b]), 4 * WGS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
 
-    if constexpr (BULK) {
-        /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0). */
-        if (glive < T::GROUPS && tid < T::THREADS)
-            for (int i = tid; i < ST * (T::GROUPS - glive) * P::CB / 16; i += T::THREADS) {
-                const int per = (T::GROUPS - glive) * P::CB / 16, b = i / per;
-                *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * P::CB + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
+    /* The producer warp's first lane: chunk c into buffer c % ST, once every consumer warp
+     * has let go of chunk c - ST (they do at the end of the chunk after it): x's piece in
+     * one copy, each live row group's chunk in one. */
+    if (warp == 4 * WGS) {
+        if (lane == 0)
+            for (int c = 0; c < nchunk; c++) {
+                const int b = c % ST;
+                if (c >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((c / ST - 1) & 1));
+                const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
+                mbar_expect(bar, (uint32_t)(XB + glive * P::CB));
+                bulk_copy(st, ximg + (size_t)c * XB, XB, bar);
+                for (int gi = 0; gi < glive; gi++)
+                    bulk_copy(st + XB + gi * P::CB, w + ((size_t)(g0 + gi) * nchunk + c) * P::CB, P::CB, bar);
             }
-        if (tid == 0) {
-            for (int b = 0; b < ST; b++) {
-                mbar_init(smem_addr(&full[b]), 1);
-                mbar_init(smem_addr(&empty[b]), 4 * WGS);
-            }
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
-        __syncthreads();
-        /* The producer: chunk c goes into buffer c % ST once every consumer warp has let go
-         * of chunk c - ST (they do at the end of the chunk after it). */
-        if (warp == 4 * WGS) {
-            if (lane == 0)
-                for (int c = 0; c < nchunk; c++) {
-                    if (c >= ST) mbar_wait(smem_addr(&empty[c % ST]), (uint32_t)((c / ST - 1) & 1));
-                    fill(c, c % ST);
-                }
-            return;
-        }
-    } else {
-#pragma unroll
-        for (int s = 0; s < ST - 2; s++) {
-            if (s < nchunk) fill(s, s);
-            cp_commit();
-        }
+        return;
     }
 
     float acc[BN / 2];
@@ -293,15 +238,7 @@ __global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
 
     for (int c = 0; c < nchunk; c++) {
         const int b = c % ST;
-        if constexpr (BULK) {
-            mbar_wait(smem_addr(&full[b]), (uint32_t)((c / ST) & 1));
-        } else {
-            cp_wait<ST - 3>();
-            fence_async_smem();
-            __syncthreads(); /* chunk c is in for all; chunk c - 2's products are done in all warps */
-            if (c + ST - 2 < nchunk) fill(c + ST - 2, (c + ST - 2) % ST);
-            cp_commit();
-        }
+        mbar_wait(smem_addr(&full[b]), (uint32_t)((c / ST) & 1));
 
         const uint8_t *st = smem + b * SB;
         typename P::frag f;
@@ -328,7 +265,7 @@ __global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
             wg_wait<3>();
         }
         /* All but this chunk's last 3 steps are done: chunk c - 1's buffer is free. */
-        if (BULK && c > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(c - 1) % ST]));
+        if (c > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(c - 1) % ST]));
     }
     wg_wait<0>();
 
@@ -352,27 +289,20 @@ __global__ void __launch_bounds__(128 * WGS + (BULK ? 32 : 0), 1)
 #endif
 }
 
-/* WICK_CUDA_WGMMA_BULK=0: the stages copied by cp.async instead of the copy engine. */
-bool use_bulk()
-{
-    static const long on = wk_env_long("WICK_CUDA_WGMMA_BULK", 1);
-    return on != 0;
-}
-
-template <class P, int BN, int WGS, bool BULK> wk_status launch(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k,
-                                                                const __half *xs, int64_t m, float *y)
+template <class P, int BN, int WGS> wk_status launch(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k,
+                                                     const __half *xs, int64_t m, float *y)
 {
     using T = tile<P, BN, WGS>;
     static bool ready = false; /* the shared-memory size is set once per kernel */
     if (!ready) {
-        wk_status st = wk_cuda_err(cudaFuncSetAttribute(gemm_packed_kernel<P, BN, WGS, BULK>,
+        wk_status st = wk_cuda_err(cudaFuncSetAttribute(gemm_packed_kernel<P, BN, WGS>,
                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, T::SMEM),
                                    "the many-row packed matmul kernel's shared memory");
         if (st) return st;
         ready = true;
     }
     const dim3 grid((unsigned)((n / 16 + T::GROUPS - 1) / T::GROUPS), (unsigned)((m + BN - 1) / BN));
-    gemm_packed_kernel<P, BN, WGS, BULK><<<grid, T::THREADS + (BULK ? 32 : 0), T::SMEM, c->stream>>>(
+    gemm_packed_kernel<P, BN, WGS><<<grid, T::THREADS + 32, T::SMEM, c->stream>>>(
         (const uint8_t *)w, xs, (int)m, (int)n, (int)k, y);
     return wk_cuda_check_launch("the many-row packed matmul kernel");
 }
@@ -392,7 +322,7 @@ template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w,
         permute_x<BN, P::KC><<<blocks, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, segs, xs);
     st = wk_cuda_check_launch("the many-row packed matmul's input conversion");
     if (st) return st;
-    return use_bulk() ? launch<P, BN, WGS, true>(c, w, n, k, xs, m, y) : launch<P, BN, WGS, false>(c, w, n, k, xs, m, y);
+    return launch<P, BN, WGS>(c, w, n, k, xs, m, y);
 }
 
 /* Whether this GPU runs the sm_90a kernels (a cubin for compute capability 9.0 only). */
@@ -401,7 +331,7 @@ bool device_runs_sm90a()
     static int ok = -1;
     if (ok < 0) {
         cudaFuncAttributes a;
-        ok = cudaFuncGetAttributes(&a, gemm_packed_kernel<wkp::q4_0, 64, 2, true>) == cudaSuccess;
+        ok = cudaFuncGetAttributes(&a, gemm_packed_kernel<wkp::q4_0, 64, 1>) == cudaSuccess;
         (void)cudaGetLastError();
     }
     return ok == 1;
@@ -425,17 +355,17 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
                        wk_traits(base) ? wk_traits(base)->name : "(unknown)", (long long)n, (long long)k);
     return wkp::with_format(base, [&](auto p) -> wk_status {
         using P = decltype(p);
-        static const long tv = wk_env_long("WICK_CUDA_WGMMA_TILE", 0);
+        /* Measured on the H200 at 8192 x 4096: 32-element formats 64 rows a tile up to 64
+         * rows, else 256 (one warpgroup: 4-8 wide steps a scale); the K formats' 256-element
+         * stages leave room for 64 rows only, with two warpgroups from 65 rows. A wide
+         * tile that would leave most of the GPU idle (small n) takes 64. */
+        const int64_t groups = n / 16;
         if constexpr (P::KC == 256) {
-            if (tv == 3) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            if (m > 64 && (groups + 7) / 8 * ((m + 63) / 64) >= 100) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
             return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         } else {
-            if (tv == 1) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            if (tv == 2) return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
-            if (tv == 3) return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
-            if (tv == 4) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
-            if (m <= 64) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            return run<P, 128, 2>(c, w, n, k, x, xtype, m, y);
+            if (m > 64 && (groups + 3) / 4 * ((m + 255) / 256) >= 100) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         }
     });
 }
