@@ -59,8 +59,9 @@ bool wk_cuda_qmm_supports(wk_type t);
  * f16, y f32; W may be packed (wk_cuda_packed). Below WK_CUDA_QMM_GEMM_ROWS rows: the
  * tensor-core kernels (a packed weight: the matrix-vector kernel) with exact weights and
  * activations split into two halves (f32-like precision). From there on
- * (prefill): the weight dequantized to f16 in scratch and cuBLAS (the f16 form's
- * precision), as long as the addresses are fixed. */
+ * (prefill), as long as the addresses are fixed, the f16 form's precision: a packed
+ * weight on an sm_90a GPU through wk_cuda_gemm_packed (wgmma), any other dequantized to
+ * f16 in scratch and multiplied by cuBLAS. */
 #define WK_CUDA_QMM_GEMM_ROWS 64
 wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                       const void *x, wk_type xtype, int64_t m, float *y);
