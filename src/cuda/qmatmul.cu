@@ -462,7 +462,7 @@ wk_status launch_t(wk_cuda_ctx *c, const void *w, int64_t n, int64_t k, xprep p,
 wk_status qmm_via_gemm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                        const void *x, wk_type xtype, int64_t m, float *y)
 {
-    if (wk_cuda_is_packed(wtype) && wk_cuda_gemm_packed_supports(wtype, n, k))
+    if (wk_cuda_gemm_packed_supports(wtype, n, k))
         return wk_cuda_gemm_packed(c, wtype, w, n, k, x, xtype, m, y);
     const size_t wb = wtype == WK_TYPE_F16 ? 0 : round_up((size_t)(n * k) * 2, 256);
     size_t xb = xtype == WK_TYPE_F16 ? 0 : (size_t)(m * k) * 2;

@@ -132,12 +132,12 @@ template <> struct acc_t<256> {
 };
 
 /* x (m rows of k, f32 or f16, contiguous) as f16 in the image of the kernel's stages:
- * for each tile of BN rows and each chunk of KC elements, BN x KC halves as KC / 64 slabs
- * of BN rows of 128 bytes, the 16-byte pieces of row r swizzled (piece q at q ^ (r & 7)),
- * and each 16 elements in the packed fragments' k order (positions 0-7: elements
- * 0,1,4,5,8,9,12,13; 8-15: 2,3,6,7,10,11,14,15). Rows from m to the tile's end are zeros.
- * One thread a 16 elements. */
-template <int BN, int KC, class T>
+ * for each tile of BN rows, slabs of 64 elements one after another (a stage of KC
+ * elements is KC / 64 consecutive slabs), each BN rows of 128 bytes, the 16-byte pieces of
+ * row r swizzled (piece q at q ^ (r & 7)), and each 16 elements in the packed fragments'
+ * k order (positions 0-7: elements 0,1,4,5,8,9,12,13; 8-15: 2,3,6,7,10,11,14,15). Rows
+ * from m to the tile's end are zeros. One thread a 16 elements. */
+template <int BN, class T>
 __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, __half *__restrict__ xs)
 {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -158,10 +158,8 @@ __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, _
         h[t] = __floats2half2_rn(v[4 * t], v[4 * t + 1]);
         h[4 + t] = __floats2half2_rn(v[4 * t + 2], v[4 * t + 3]);
     }
-    const int tile = row / BN, r = row % BN, c = sk / (KC / 16), sc = sk % (KC / 16);
-    const int slab = sc / 4, q = 2 * (sc % 4);
-    uint8_t *img = reinterpret_cast<uint8_t *>(xs) + ((size_t)tile * (k / KC) + c) * (BN * KC * 2) +
-                   slab * (BN * 128) + r * 128;
+    const int tile = row / BN, r = row % BN, slab = sk / 4, q = 2 * (sk % 4);
+    uint8_t *img = reinterpret_cast<uint8_t *>(xs) + ((size_t)tile * (k / 64) + slab) * (BN * 128) + r * 128;
     *reinterpret_cast<uint4 *>(img + ((q ^ (r & 7)) << 4)) = o[0];
     *reinterpret_cast<uint4 *>(img + (((q + 1) ^ (r & 7)) << 4)) = o[1];
 }
@@ -175,6 +173,9 @@ template <class P, int BN, int WGS> struct tile {
     static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
+    /* The grid: blocks of GROUPS row groups (x), tiles of BN input rows (y). */
+    static int64_t grid_x(int64_t n) { return (n / 16 + GROUPS - 1) / GROUPS; }
+    static int64_t grid_y(int64_t m) { return (m + BN - 1) / BN; }
 };
 
 template <class P, int BN, int WGS>
@@ -301,7 +302,7 @@ template <class P, int BN, int WGS> wk_status launch(wk_cuda_ctx *c, const void 
         if (st) return st;
         ready = true;
     }
-    const dim3 grid((unsigned)((n / 16 + T::GROUPS - 1) / T::GROUPS), (unsigned)((m + BN - 1) / BN));
+    const dim3 grid((unsigned)T::grid_x(n), (unsigned)T::grid_y(m));
     gemm_packed_kernel<P, BN, WGS><<<grid, T::THREADS + 32, T::SMEM, c->stream>>>(
         (const uint8_t *)w, xs, (int)m, (int)n, (int)k, y);
     return wk_cuda_check_launch("the many-row packed matmul kernel");
@@ -317,9 +318,9 @@ template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w,
     __half *xs = (__half *)c->scratch;
     const unsigned blocks = (unsigned)((segs + 255) / 256);
     if (xtype == WK_TYPE_F16)
-        permute_x<BN, P::KC><<<blocks, 256, 0, c->stream>>>((const __half *)x, (int)m, (int)k, segs, xs);
+        permute_x<BN><<<blocks, 256, 0, c->stream>>>((const __half *)x, (int)m, (int)k, segs, xs);
     else
-        permute_x<BN, P::KC><<<blocks, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, segs, xs);
+        permute_x<BN><<<blocks, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, segs, xs);
     st = wk_cuda_check_launch("the many-row packed matmul's input conversion");
     if (st) return st;
     return launch<P, BN, WGS>(c, w, n, k, xs, m, y);
@@ -359,13 +360,9 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
          * rows, else 256 (one warpgroup: 4-8 wide steps a scale); the K formats' 256-element
          * stages leave room for 64 rows only, with two warpgroups from 65 rows. A wide
          * tile that would leave most of the GPU idle (small n) takes 64. */
-        const int64_t groups = n / 16;
-        if constexpr (P::KC == 256) {
-            if (m > 64 && (groups + 7) / 8 * ((m + 63) / 64) >= 100) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
-        } else {
-            if (m > 64 && (groups + 3) / 4 * ((m + 255) / 256) >= 100) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
-            return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
-        }
+        constexpr int WIDE_BN = P::KC == 256 ? 64 : 256, WIDE_WGS = P::KC == 256 ? 2 : 1;
+        using wide = tile<P, WIDE_BN, WIDE_WGS>;
+        if (m > 64 && wide::grid_x(n) * wide::grid_y(m) >= 100) return run<P, WIDE_BN, WIDE_WGS>(c, w, n, k, x, xtype, m, y);
+        return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
     });
 }
