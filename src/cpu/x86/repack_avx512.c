@@ -4,8 +4,7 @@
  * _mm256_dpwssd_epi32 multiplies a group's 32-bit sum (when it fits 16 bits) by its scale
  * and adds it. The integer sums are the same as the AVX2 kernels', and the float steps
  * are the same helpers or their operations lane by lane (tiles_x86.h), so are the results.
- * Every type but Q4_K and Q2_K takes tiles of 1 to 4 rows (repeated) for every row count; Q4_K
- * up to 16 rows, the many-row kernel of repack_rows_avx2.c from there; Q2_K up to 7 rows, its
+ * Every type but Q2_K takes tiles of 1 to 4 rows (repeated) for every row count; Q2_K up to 7 rows, its
  * own many-row kernel (super-blocks decoded with the scales folded into the codes) from there.
  * One row reads 8 groups side by side.
  * The tiles of every type but Q8_0 work in 512-bit registers, two column groups per register
@@ -117,34 +116,39 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
-    for (int g = 0; g < 16; g++) {
-        wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), ahead, g, 16);
-        const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
-        const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
-        const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
-        const __m512i q0 = _mm512_and_si512(p0, m3f), q1 = _mm512_and_si512(p1, m3f);
-        const __m512i q2 = _mm512_and_si512(p2, m3f);
-        /* step 3: bits 6-7 of p0, p1, p2 to bits 4-5, 2-3, 0-1 (two bit selects; the 16-bit
-         * shifts move the bits that count within their bytes) */
-        __m512i t = _mm512_ternarylogic_epi32(mc0, p0, _mm512_srli_epi16(p1, 2), 0xca);
-        t = _mm512_ternarylogic_epi32(mf0, t, _mm512_srli_epi16(p2, 4), 0xca);
-        const __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(t, 2), m3f);
-        /* the 8 + 8 int8 scales as int32 with zero high halves (the dpwssd pairs) */
-        __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 16 + 8 * g)),
-                                        _mm_loadl_epi64((const __m128i *)(b1 + 16 + 8 * g)));
-        const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(s8), low16);
-        for (int r = 0; r < R; r++) {
-            const int8_t *xq = xb[r]->qs + 16 * g;
-            const int32_t *lr = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
-            __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[0]), q0, wk_bcast4z(xq));
-            __m512i c = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[1]), q2, wk_bcast4z(xq + 8));
-            a = _mm512_dpbusd_epi32(a, q1, wk_bcast4z(xq + 4));
-            c = _mm512_dpbusd_epi32(c, q3, wk_bcast4z(xq + 12));
-            const int j = (2 * g) % 4;
-            ch[r][j] = _mm512_dpwssd_epi32(ch[r][j], a, sc);
-            ch[r][j + 1] = _mm512_dpwssd_epi32(ch[r][j + 1], c, sc);
+    /* g unrolled by two, so that each copy's chains (j = 2 (g % 2), j + 1) are registers,
+     * not an array in memory indexed at run time */
+    for (int g2 = 0; g2 < 16; g2 += 2)
+#pragma GCC unroll 2
+        for (int gg = 0; gg < 2; gg++) {
+            const int g = g2 + gg;
+            wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), ahead, g, 16);
+            const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
+            const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
+            const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
+            const __m512i q0 = _mm512_and_si512(p0, m3f), q1 = _mm512_and_si512(p1, m3f);
+            const __m512i q2 = _mm512_and_si512(p2, m3f);
+            /* step 3: bits 6-7 of p0, p1, p2 to bits 4-5, 2-3, 0-1 (two bit selects; the 16-bit
+             * shifts move the bits that count within their bytes) */
+            __m512i t = _mm512_ternarylogic_epi32(mc0, p0, _mm512_srli_epi16(p1, 2), 0xca);
+            t = _mm512_ternarylogic_epi32(mf0, t, _mm512_srli_epi16(p2, 4), 0xca);
+            const __m512i q3 = _mm512_and_si512(_mm512_srli_epi16(t, 2), m3f);
+            /* the 8 + 8 int8 scales as int32 with zero high halves (the dpwssd pairs) */
+            __m128i s8 = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(b0 + 16 + 8 * g)),
+                                            _mm_loadl_epi64((const __m128i *)(b1 + 16 + 8 * g)));
+            const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(s8), low16);
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = xb[r]->qs + 16 * g;
+                const int32_t *lr = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
+                __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[0]), q0, wk_bcast4z(xq));
+                __m512i c = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[1]), q2, wk_bcast4z(xq + 8));
+                a = _mm512_dpbusd_epi32(a, q1, wk_bcast4z(xq + 4));
+                c = _mm512_dpbusd_epi32(c, q3, wk_bcast4z(xq + 12));
+                const int j = 2 * gg;
+                ch[r][j] = _mm512_dpwssd_epi32(ch[r][j], a, sc);
+                ch[r][j + 1] = _mm512_dpwssd_epi32(ch[r][j + 1], c, sc);
+            }
         }
-    }
     __m256i i0[4], i1[4];
     for (int r = 0; r < R; r++) {
         __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
@@ -623,11 +627,13 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
         msum[r] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
+#pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
         const __m512i slo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p)),
                                                                     _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p))));
         const __m512i shi = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p + 8)),
                                                                     _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p + 8))));
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
             for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
@@ -662,12 +668,10 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
-/* The tiles (4 rows, repeated) below this many rows, the AVX2 many-row kernel from there: on
- * the lent GPU host's Xeon (2 threads, from memory, interleaved) the tiles took 0.85 of its
- * time at 3 and 16 rows, 0.80-0.85 at 4, 0.92 at 8. */
-#ifndef WK_VNNI_Q4_K_MIN_ROWS
-#define WK_VNNI_Q4_K_MIN_ROWS 17
-#endif
+/* The tiles (4 rows, repeated) at every row count: with the loops over a super-block's
+ * sub-blocks unrolled (the chains in registers, not an array in memory) they took 0.66-0.70
+ * of the AVX2 many-row kernel's time from 32 to 256 rows (Zen 5, one thread, [1024, 4096]
+ * in cache, best of 9, three rounds), and 0.78 of their own earlier time at 4 to 16 rows. */
 WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
 
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
@@ -776,8 +780,6 @@ WK_TILES_FN(wk_vnni_packed_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
 WK_TILES_FN(wk_vnni_packed_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 WK_TILES_FN(wk_vnni_packed_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
 
-WK_PACKED_FN(wk_vnni, q4_K, WK_TYPE_Q4_K, WK_VNNI_Q4_K_MIN_ROWS, wk_vnni_tiles_q4_K)
-
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
 {
@@ -787,7 +789,7 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q4_1: return wk_vnni_packed_q4_1;
     case WK_TYPE_Q5_0: return wk_vnni_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_vnni_packed_q5_1;
-    case WK_TYPE_Q4_K: return wk_vnni_packed_q4_K;
+    case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     default: return NULL;
