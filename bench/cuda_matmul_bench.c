@@ -7,7 +7,9 @@
  * at least 4x the GPU's L2 cache, times batches of calls with CUDA events (3 warm-ups,
  * then 7 batches, the best batch's mean per call), once launched one by one and once
  * replayed from a CUDA graph, and reports GB/s of weight bytes against the read
- * bandwidth of a plain 16-byte-load kernel measured in the same run. Each form's m = 1
+ * bandwidth of a plain 16-byte-load kernel measured in the same run (and that kernel's time
+ * over the quantized weight's bytes, one launch a copy, graph-replayed: the ceiling of a
+ * launch of that size). Each form's m = 1
  * result is checked against a float64 dot product of the dequantized weight first. */
 #include <math.h>
 #include <stdint.h>
@@ -158,6 +160,44 @@ static double read_bandwidth(wk_cuda_ctx *c)
     return best;
 }
 
+/* The plain read kernel over bytes, one launch a copy of enough rotated copies that they
+ * exceed 4x the L2, replayed from a CUDA graph as the matmuls are: the best mean ms a
+ * launch. What a kernel of this size reaches when it only reads: the launch's fixed cost
+ * and ramp, which the 2 GiB read above does not pay per byte. */
+static double read_launch_ms(wk_cuda_ctx *c, size_t bytes, int l2)
+{
+    int copies = (int)((4.0 * (double)l2) / (double)bytes) + 1;
+    if (copies < 2) copies = 2;
+    const int batch = 2 * copies > 20 ? 2 * copies : 20;
+    void **buf = calloc((size_t)copies, sizeof(void *));
+    float *sink = NULL;
+    OK(wk_cuda_malloc(4, (void **)&sink));
+    for (int i = 0; i < copies; i++) {
+        OK(wk_cuda_malloc(bytes, &buf[i]));
+        OK(wk_cuda_memset(c, buf[i], 1, bytes));
+    }
+    void *exec = NULL;
+    OK(wk_cuda_capture_begin(c));
+    for (int i = 0; i < batch; i++) OK(wk_cuda_read_kernel(c, buf[i % copies], bytes, sink));
+    OK(wk_cuda_capture_end(c, &exec));
+    wk_cuda_timer *t = NULL;
+    OK(wk_cuda_timer_create(&t));
+    double best = 1e30;
+    for (int b = 0; b < 8; b++) {
+        float ms = 0;
+        OK(wk_cuda_timer_start(c, t));
+        OK(wk_cuda_graph_launch(c, exec));
+        OK(wk_cuda_timer_stop(c, t, &ms));
+        if (b > 0 && ms / batch < best) best = ms / batch;
+    }
+    wk_cuda_timer_free(t);
+    wk_cuda_graph_free(exec);
+    for (int i = 0; i < copies; i++) wk_cuda_free(buf[i]);
+    free(buf);
+    wk_cuda_free(sink);
+    return best;
+}
+
 /* y[0, 0..3] against float64 dots of the dequantized weight (copy 0). */
 static void check_result(const job *j, const float *xh, const float *wf)
 {
@@ -293,6 +333,10 @@ int main(int argc, char **argv)
             for (int i = 0; i < copies; i++) wk_cuda_free(w[i]);
             free(w);
         }
+        const double rd = read_launch_ms(c, kbytes, l2);
+        printf("%-6s read of the same %zu bytes, one launch: %.1f us, %.0f GB/s, %.1f%% of the bandwidth; "
+               "m = 1 quantized / that read %.2f\n", wk_type_name(t), kbytes, rd * 1e3,
+               (double)kbytes / (rd * 1e6), 100.0 * (double)kbytes / (rd * 1e6) / bw, res[0][0] / rd);
         for (int mi = 0; mi < nm; mi++) {
             printf("%-6s %4lld |", wk_type_name(t), (long long)ms[mi]);
             for (int f = 0; f < 3; f++) {

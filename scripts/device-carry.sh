@@ -3,7 +3,7 @@
 # the machine spends its time running, not compiling: the CUDA binaries are built here
 # (sm_90 + PTX, the same nvcc 13 as there, no OpenBLAS so that only cuBLAS is needed there)
 # and packed with the first part of the default model; the rest of the model is the second.
-#   a/  bins.tar.xz (wick, the GPU tests, the two GPU benchmarks) and the model's first 37 MB
+#   a/  bins.tar.xz (wick, the GPU tests, the CPU kernel tests, the two GPU benchmarks) and the model's first 37 MB
 #   b/  the model's rest                       (each folder, with the tree, under 64 MiB)
 # Then, back to back while the machine is warm (it is given back after 30 s idle):
 #   call 1, carry [".devcarry/a"]:
@@ -15,10 +15,10 @@ set -euo pipefail
 repo=$1
 model=${2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 dest=$repo/.devcarry
-bins="wick test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops cuda_matmul_bench cuda_chain_bench"
+bins="wick test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops cuda_matmul_bench cuda_chain_bench test_kernels test_qmatmul"
 cmake -S "$repo" -B "$repo/build-carry" -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=ON -DWICK_BLAS=OFF \
   -DCMAKE_CUDA_ARCHITECTURES="90-real;90-virtual" >/dev/null
-cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops \
+cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops test_kernels test_qmatmul \
   cuda_matmul_bench cuda_chain_bench >/dev/null
 rm -rf "$dest/a" "$dest/b"
 mkdir -p "$dest/a" "$dest/b"

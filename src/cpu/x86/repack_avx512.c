@@ -7,7 +7,7 @@
  * Every type but Q2_K takes tiles of 1 to 4 rows (repeated) for every row count; Q2_K up to 7 rows, its
  * own many-row kernel (super-blocks decoded with the scales folded into the codes) from there.
  * One row reads 8 groups side by side.
- * The tiles of every type but Q8_0 work in 512-bit registers, two column groups per register
+ * The tiles of every type work in 512-bit registers, two column groups per register
  * (below): 512-bit dpbusd and dpwssd issue on two ports as the 256-bit ones do, so twice the
  * products per instruction, and a group's decoding serves two column groups. */
 #include <immintrin.h>
@@ -18,28 +18,6 @@
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
 #include "quant/blocks.h"
-
-/* One block of one group for R rows (two sums per row to halve the dependency chain). */
-WK_INLINE void wk_vnni_q8_0x8_block(const int R, const uint8_t *blk, const char *x, size_t xs,
-                                    int64_t b, int64_t nb, const void *aux, __m256 *acc)
-{
-    (void)nb, (void)aux;
-    __m256i isum[4], isum2[4];
-    for (int r = 0; r < R; r++) isum[r] = isum2[r] = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++) {
-        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
-        __m256i wa = _mm256_abs_epi8(wq);
-        for (int r = 0; r < R; r++) {
-            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-            __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);
-            if (s & 1) isum2[r] = _mm256_dpbusd_epi32(isum2[r], wa, xv);
-            else isum[r] = _mm256_dpbusd_epi32(isum[r], wa, xv);
-        }
-    }
-    for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], isum2[r]);
-    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
-}
-WK_TILES_R4(wk_vnni_q8_0x8, sizeof(wk_block_q8_0))
 
 /* ---- Q6_Kx8 in 512-bit registers: two column groups (two weight streams) per register ----
  * On these processors 512-bit dpbusd and dpwssd issue on two ports, as the 256-bit ones do,
@@ -756,6 +734,49 @@ WK_VNNI_LEGZ(wk_vnni_q4_1z, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, f
 WK_VNNI_LEGZ(wk_vnni_q5_0z, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
 WK_VNNI_LEGZ(wk_vnni_q5_1z, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
+/* ---- Q8_0x8 in 512-bit registers, two column groups per register: the codes plus 128 (one
+ * XOR, shared by the rows) are dpbusd's unsigned operand, and the bias comes off as -128 x
+ * the row's block sum (aux), so a row's step is one dpbusd where the 256-bit tile took a
+ * sign and a dpbusd for half the columns. |sum| <= 32 x 255 x 127 fits 32 bits; the integer
+ * sums equal the 256-bit tile's and the float step is wk_acc_q8_0's, so the bits do. ---- */
+WK_INLINE void wk_vnni_q8_0z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                   int64_t b, int64_t nb, const void *aux, __m512 *acc)
+{
+    const int16_t *sx = aux;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    __m512i isum[4], isum2[4];
+    for (int r = 0; r < R; r++) {
+        isum[r] = _mm512_set1_epi32(-128 * sx[r * nb + b]);
+        isum2[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) {
+        const __m512i v = _mm512_xor_si512(wk_vnni_pair(b0 + 16 + 32 * s, b1 + 16 + 32 * s), bias);
+        for (int r = 0; r < R; r++) {
+            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+            if (s & 1) isum2[r] = _mm512_dpbusd_epi32(isum2[r], v, wk_bcast4z(xb->qs + 4 * s));
+            else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb->qs + 4 * s));
+        }
+    }
+    const __m512 wd = wk_load_f16x16(b0, b1);
+    for (int r = 0; r < R; r++) {
+        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
+        __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]);
+    }
+}
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 1) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 2)
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 4) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 8)
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 1) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 2)
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 4) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 3, 1)
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 3, 2) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 4, 1)
+WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 4, 2)
+static wk_tile_fn const wk_vnni_q8_0z_tiles[4][4] = {
+    {wk_vnni_q8_0z_tile_1_1, wk_vnni_q8_0z_tile_1_2, wk_vnni_q8_0z_tile_1_4, wk_vnni_q8_0z_tile_1_8},
+    {wk_vnni_q8_0z_tile_2_1, wk_vnni_q8_0z_tile_2_2, wk_vnni_q8_0z_tile_2_4},
+    {wk_vnni_q8_0z_tile_3_1, wk_vnni_q8_0z_tile_3_2},
+    {wk_vnni_q8_0z_tile_4_1, wk_vnni_q8_0z_tile_4_2}};
+
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
 {
@@ -767,7 +788,7 @@ static int16_t wk_vnni_block_sum(const int8_t *qs)
     return (int16_t)_mm_cvtsi128_si32(s);
 }
 
-WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0x8_tiles, 4, 32, false, NULL)
+WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 
 WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 
