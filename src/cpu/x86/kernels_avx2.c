@@ -460,15 +460,23 @@ WK_K_GEMM(q6_K, false, false)
 WK_K_GEMM(q8_K, false, false)
 
 /* ---- precise form: dequantize a block into registers/L1, FMA with f32 x ------------ */
-/* deq_T(block, out): block_size floats of the weight. */
+/* A block's weights as 32-element pieces in registers: prep_T(block, &state) once, then
+ * deq32_T(block, j, &state, f) gives elements 32j .. 32j + 31 in f[0..3], j in order. The
+ * buffered path stores these values and the register path (below) uses them at once. */
+typedef struct {
+    float dl[16], ml[16]; /* K types: d x scale and dmin x min of each 16 elements */
+    __m256i aux;          /* K types: what a piece leaves for the next */
+} wk_deq_state;
+
 #define WK_LEGACY_DEQ(T)                                                                           \
-    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+    WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st) { (void)b, (void)st; }          \
+    WK_INLINE void wk_deq32_##T(const void *b, int j, wk_deq_state *st, __m256 f[4])              \
     {                                                                                              \
+        (void)j, (void)st;                                                                         \
         float d, m;                                                                                \
-        __m256 f[4];                                                                               \
         wk_s8_to_f32(wk_dec_##T(b, &d, &m), f);                                                    \
         __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);                                     \
-        for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 8 * i, _mm256_fmadd_ps(f[i], vd, vm));   \
+        for (int i = 0; i < 4; i++) f[i] = _mm256_fmadd_ps(f[i], vd, vm);                          \
     }
 
 WK_LEGACY_DEQ(q4_0)
@@ -479,20 +487,22 @@ WK_LEGACY_DEQ(q8_0)
 WK_LEGACY_DEQ(q8_1)
 
 #define WK_K_DEQ(T)                                                                                \
-    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+    WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st)                                 \
     {                                                                                              \
         wk_kprep p;                                                                                \
         wk_prep_##T(b, &p);                                                                        \
-        __m256i aux = _mm256_setzero_si256();                                                      \
-        for (int j = 0; j < 8; j++) {                                                              \
-            __m256 f[4];                                                                           \
-            wk_s8_to_f32(wk_kdec_##T(b, j, &aux), f);                                              \
-            for (int i = 0; i < 4; i++) {                                                          \
-                int g = 2 * j + i / 2;                                                             \
-                __m256 dl = _mm256_set1_ps(p.d * (float)p.sc[g]);                                  \
-                __m256 ml = _mm256_set1_ps(p.dmin * (float)p.mn[g]);                               \
-                _mm256_storeu_ps(out + 32 * j + 8 * i, _mm256_fmsub_ps(f[i], dl, ml));             \
-            }                                                                                      \
+        for (int g = 0; g < 16; g++) {                                                             \
+            st->dl[g] = p.d * (float)p.sc[g];                                                      \
+            st->ml[g] = p.dmin * (float)p.mn[g];                                                   \
+        }                                                                                          \
+        st->aux = _mm256_setzero_si256();                                                          \
+    }                                                                                              \
+    WK_INLINE void wk_deq32_##T(const void *b, int j, wk_deq_state *st, __m256 f[4])              \
+    {                                                                                              \
+        wk_s8_to_f32(wk_kdec_##T(b, j, &st->aux), f);                                              \
+        for (int i = 0; i < 4; i++) {                                                              \
+            int g = 2 * j + i / 2;                                                                 \
+            f[i] = _mm256_fmsub_ps(f[i], _mm256_broadcast_ss(&st->dl[g]), _mm256_broadcast_ss(&st->ml[g])); \
         }                                                                                          \
     }
 
@@ -502,6 +512,19 @@ WK_K_DEQ(q4_K)
 WK_K_DEQ(q5_K)
 WK_K_DEQ(q6_K)
 WK_K_DEQ(q8_K)
+
+/* deq_T(block, out): the BS floats of a block, for the buffered path. */
+#define WK_BLOCK_DEQ(T, BS)                                                                        \
+    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+    {                                                                                              \
+        wk_deq_state st;                                                                           \
+        wk_prep32_##T(b, &st);                                                                     \
+        for (int j = 0; j < (BS) / 32; j++) {                                                      \
+            __m256 f[4];                                                                           \
+            wk_deq32_##T(b, j, &st, f);                                                            \
+            for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 32 * j + 8 * i, f[i]);             \
+        }                                                                                          \
+    }
 
 /* Dense weights: elements i..i+7 as f32, and a block of 32 of them. */
 WK_INLINE __m256 wk_load8_f32(const void *w, int64_t i) { return _mm256_loadu_ps((const float *)w + i); }
@@ -620,11 +643,11 @@ WK_DENSE_FEW(f32, 4, wk_elem_f32)
 WK_DENSE_FEW(f16, 2, wk_elem_f16)
 WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
 
-/* BS: elements per block; BB: bytes per block; DEQ: a block to BS floats; ELEM: one
- * element, for the k % 32 tail of dense weights. */
-#define WK_F32_GEMM(T, BS, BB, ELEM)                                                               \
-    static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                     const void *x, size_t xs, float *y, size_t ldy)               \
+/* wk_avx2_gemm_f32_NAME. BS: elements per block; BB: bytes per block; wk_deq_T: a block to
+ * BS floats; ELEM: one element, for the k % 32 tail of dense weights. */
+#define WK_F32_GEMM(NAME, BS, BB, ELEM, T)                                                         \
+    static void wk_avx2_gemm_f32_##NAME(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
+                                        const void *x, size_t xs, float *y, size_t ldy)            \
     {                                                                                              \
         float tmp[4][WK_KSEG] __attribute__((aligned(32)));                                        \
         __m256 acc[4 * nr];                                                                        \
@@ -659,21 +682,84 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
         }                                                                                          \
     }
 
-WK_F32_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
-WK_F32_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
-WK_F32_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
-WK_F32_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none)
-WK_F32_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none)
-WK_F32_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none)
-WK_F32_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none)
-WK_F32_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none)
-WK_F32_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none)
-WK_F32_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none)
-WK_F32_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none)
-WK_F32_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none)
-WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
-WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
-WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
+/* Quantized weights for up to 4 rows: each 32-element piece of C columns (4 for 1-2 rows,
+ * 2 for 3-4: the accumulators stay in registers) dequantized in registers and used at
+ * once, no L1 buffer (through it one row of Q4_K took 0.15 of the read bandwidth). The
+ * dequantized values and the order of the FMAs are the buffered path's: the same bits. */
+#define WK_PRECISE_FEW(T, BS, BB)                                                                  \
+    WK_INLINE void wk_precise_few_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
+                                      size_t ws, const void *x, size_t xs, float *y, size_t ldy)  \
+    {                                                                                              \
+        for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
+            int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
+            const char *wr[4];                                                                     \
+            for (int c = 0; c < C; c++) /* missing columns read column c0 and are dropped */     \
+                wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;                            \
+            __m256 a[4][4];                                                                        \
+            for (int r = 0; r < 4; r++) /* all 16: the compiler cannot see that cc <= C */        \
+                for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_ps();                         \
+            for (int64_t bi = 0; bi < k / (BS); bi++) {                                            \
+                wk_deq_state st[4];                                                                \
+                for (int c = 0; c < C; c++) {                                                      \
+                    wk_prefetch(wr[c] + bi * (BB), (BB));                                          \
+                    wk_prep32_##T(wr[c] + bi * (BB), &st[c]);                                      \
+                }                                                                                  \
+                for (int j = 0; j < (BS) / 32; j++)                                                \
+                    for (int c = 0; c < C; c++) {                                                  \
+                        __m256 f[4];                                                               \
+                        wk_deq32_##T(wr[c] + bi * (BB), j, &st[c], f);                             \
+                        for (int i = 0; i < 4; i++)                                                \
+                            for (int r = 0; r < R; r++) {                                          \
+                                const float *xr = (const float *)((const char *)x + r * xs);       \
+                                __m256 xv = _mm256_loadu_ps(xr + bi * (BS) + 32 * j + 8 * i);       \
+                                a[r][c] = _mm256_fmadd_ps(f[i], xv, a[r][c]);                      \
+                            }                                                                      \
+                    }                                                                              \
+            }                                                                                      \
+            for (int r = 0; r < R; r++)                                                            \
+                for (int c = 0; c < cc; c++) y[r * ldy + c0 + c] = wk_hsum(a[r][c]);               \
+        }                                                                                          \
+    }                                                                                              \
+    WK_F32_GEMM(T##_buffered, BS, BB, wk_elem_none, T)                                             \
+    static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
+                                     const void *x, size_t xs, float *y, size_t ldy)               \
+    {                                                                                              \
+        switch (nr) {                                                                              \
+        case 1: wk_precise_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                      \
+        case 2: wk_precise_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                      \
+        case 3: wk_precise_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                      \
+        case 4: wk_precise_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                      \
+        default: wk_avx2_gemm_f32_##T##_buffered(k, nr, nc, w, ws, x, xs, y, ldy); break;          \
+        }                                                                                          \
+    }
+
+WK_BLOCK_DEQ(q4_0, 32)
+WK_BLOCK_DEQ(q4_1, 32)
+WK_BLOCK_DEQ(q5_0, 32)
+WK_BLOCK_DEQ(q5_1, 32)
+WK_BLOCK_DEQ(q8_0, 32)
+WK_BLOCK_DEQ(q8_1, 32)
+WK_BLOCK_DEQ(q2_K, 256)
+WK_BLOCK_DEQ(q3_K, 256)
+WK_BLOCK_DEQ(q4_K, 256)
+WK_BLOCK_DEQ(q5_K, 256)
+WK_BLOCK_DEQ(q6_K, 256)
+WK_BLOCK_DEQ(q8_K, 256)
+WK_PRECISE_FEW(q4_0, 32, sizeof(wk_block_q4_0))
+WK_PRECISE_FEW(q4_1, 32, sizeof(wk_block_q4_1))
+WK_PRECISE_FEW(q5_0, 32, sizeof(wk_block_q5_0))
+WK_PRECISE_FEW(q5_1, 32, sizeof(wk_block_q5_1))
+WK_PRECISE_FEW(q8_0, 32, sizeof(wk_block_q8_0))
+WK_PRECISE_FEW(q8_1, 32, sizeof(wk_block_q8_1))
+WK_PRECISE_FEW(q2_K, 256, sizeof(wk_block_q2_K))
+WK_PRECISE_FEW(q3_K, 256, sizeof(wk_block_q3_K))
+WK_PRECISE_FEW(q4_K, 256, sizeof(wk_block_q4_K))
+WK_PRECISE_FEW(q5_K, 256, sizeof(wk_block_q5_K))
+WK_PRECISE_FEW(q6_K, 256, sizeof(wk_block_q6_K))
+WK_PRECISE_FEW(q8_K, 256, sizeof(wk_block_q8_K))
+WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, f32)
+WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, f16)
+WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, bf16)
 
 /* Dense types: the register path for up to 4 rows, the buffered tiles beyond. */
 #define WK_DENSE_GEMM(T)                                                                           \
