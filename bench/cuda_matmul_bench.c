@@ -98,10 +98,33 @@ static wk_status call(const job *j, int i)
     return wk_cuda_gemm(j->c, j->wt, w, j->n, j->k, j->x, WK_TYPE_F32, j->m, j->y);
 }
 
+/* Copies of `bytes` rotated so that the working set is at least 4x the L2, and the calls
+ * a timed batch makes over them. */
+static int rotation_copies(size_t bytes, int l2)
+{
+    int copies = (int)((4.0 * (double)l2) / (double)bytes) + 1;
+    return copies < 2 ? 2 : copies;
+}
+static int batch_calls(int copies) { return 2 * copies > 20 ? 2 * copies : 20; }
+
+/* Best of 7 replays of a captured batch of `batch` calls: mean ms a call. */
+static double best_graph_ms(wk_cuda_ctx *c, wk_cuda_timer *t, void *exec, int batch)
+{
+    double best = 1e30;
+    for (int b = 0; b < 7; b++) {
+        float ms = 0;
+        OK(wk_cuda_timer_start(c, t));
+        OK(wk_cuda_graph_launch(c, exec));
+        OK(wk_cuda_timer_stop(c, t, &ms));
+        if (ms / batch < best) best = ms / batch;
+    }
+    return best;
+}
+
 /* Best batch's mean ms per call; graph = replay the batch from a captured graph. */
 static double time_job(const job *j, bool graph)
 {
-    const int batch = 2 * j->copies > 20 ? 2 * j->copies : 20;
+    const int batch = batch_calls(j->copies);
     wk_cuda_timer *t = NULL;
     OK(wk_cuda_timer_create(&t));
     for (int i = 0; i < 3; i++) OK(call(j, i));
@@ -120,16 +143,16 @@ static double time_job(const job *j, bool graph)
         OK(wk_cuda_ctx_sync(j->c));
     }
     double best = 1e30;
-    for (int b = 0; b < 7; b++) {
-        float ms = 0;
-        OK(wk_cuda_timer_start(j->c, t));
-        if (graph)
-            OK(wk_cuda_graph_launch(j->c, exec));
-        else
+    if (graph)
+        best = best_graph_ms(j->c, t, exec, batch);
+    else
+        for (int b = 0; b < 7; b++) {
+            float ms = 0;
+            OK(wk_cuda_timer_start(j->c, t));
             for (int i = 0; i < batch; i++) OK(call(j, i));
-        OK(wk_cuda_timer_stop(j->c, t, &ms));
-        if (ms / batch < best) best = ms / batch;
-    }
+            OK(wk_cuda_timer_stop(j->c, t, &ms));
+            if (ms / batch < best) best = ms / batch;
+        }
     wk_cuda_graph_free(exec);
     wk_cuda_timer_free(t);
     return best;
@@ -166,9 +189,7 @@ static double read_bandwidth(wk_cuda_ctx *c)
  * and ramp, which the 2 GiB read above does not pay per byte. */
 static double read_launch_ms(wk_cuda_ctx *c, size_t bytes, int l2)
 {
-    int copies = (int)((4.0 * (double)l2) / (double)bytes) + 1;
-    if (copies < 2) copies = 2;
-    const int batch = 2 * copies > 20 ? 2 * copies : 20;
+    const int copies = rotation_copies(bytes, l2), batch = batch_calls(copies);
     void **buf = calloc((size_t)copies, sizeof(void *));
     float *sink = NULL;
     OK(wk_cuda_malloc(4, (void **)&sink));
@@ -180,16 +201,10 @@ static double read_launch_ms(wk_cuda_ctx *c, size_t bytes, int l2)
     OK(wk_cuda_capture_begin(c));
     for (int i = 0; i < batch; i++) OK(wk_cuda_read_kernel(c, buf[i % copies], bytes, sink));
     OK(wk_cuda_capture_end(c, &exec));
+    OK(wk_cuda_graph_launch(c, exec)); /* warm-up */
     wk_cuda_timer *t = NULL;
     OK(wk_cuda_timer_create(&t));
-    double best = 1e30;
-    for (int b = 0; b < 8; b++) {
-        float ms = 0;
-        OK(wk_cuda_timer_start(c, t));
-        OK(wk_cuda_graph_launch(c, exec));
-        OK(wk_cuda_timer_stop(c, t, &ms));
-        if (b > 0 && ms / batch < best) best = ms / batch;
-    }
+    const double best = best_graph_ms(c, t, exec, batch);
     wk_cuda_timer_free(t);
     wk_cuda_graph_free(exec);
     for (int i = 0; i < copies; i++) wk_cuda_free(buf[i]);
@@ -301,8 +316,7 @@ int main(int argc, char **argv)
         for (int f = 0; f < 3; f++) {
             wk_type wt = f == 0 ? kept : (f == 1 ? WK_TYPE_F16 : WK_TYPE_F32);
             size_t fbytes = f == 0 ? kbytes : (size_t)(n * k) * (f == 1 ? 2 : 4);
-            int copies = (int)((4.0 * (double)l2) / (double)fbytes) + 1;
-            if (copies < 2) copies = 2;
+            const int copies = rotation_copies(fbytes, l2);
             void **w = calloc((size_t)copies, sizeof(void *));
             void *q0 = NULL;
             if (wt != t) OK(wk_cuda_malloc(wbytes, &q0));
@@ -335,8 +349,9 @@ int main(int argc, char **argv)
         }
         const double rd = read_launch_ms(c, kbytes, l2);
         printf("%-6s read of the same %zu bytes, one launch: %.1f us, %.0f GB/s, %.1f%% of the bandwidth; "
-               "m = 1 quantized / that read %.2f\n", wk_type_name(t), kbytes, rd * 1e3,
-               (double)kbytes / (rd * 1e6), 100.0 * (double)kbytes / (rd * 1e6) / bw, res[0][0] / rd);
+               "m = %lld quantized / that read %.2f\n", wk_type_name(t), kbytes, rd * 1e3,
+               (double)kbytes / (rd * 1e6), 100.0 * (double)kbytes / (rd * 1e6) / bw, (long long)ms[0],
+               res[0][0] / rd);
         for (int mi = 0; mi < nm; mi++) {
             printf("%-6s %4lld |", wk_type_name(t), (long long)ms[mi]);
             for (int f = 0; f < 3; f++) {

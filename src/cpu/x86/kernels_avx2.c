@@ -538,9 +538,11 @@ WK_INLINE __m256 wk_load8_bf16(const void *w, int64_t i)
     return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 #define WK_DENSE_DEQ(T)                                                                            \
-    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+    WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st) { (void)b, (void)st; }          \
+    WK_INLINE void wk_deq32_##T(const void *b, int j, wk_deq_state *st, __m256 f[4])              \
     {                                                                                              \
-        for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 8 * i, wk_load8_##T(b, 8 * i));         \
+        (void)j, (void)st;                                                                         \
+        for (int i = 0; i < 4; i++) f[i] = wk_load8_##T(b, 8 * i);                                 \
     }
 WK_DENSE_DEQ(f32)
 WK_DENSE_DEQ(f16)
@@ -600,49 +602,6 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
     {wk_fma_tile_3x1, wk_fma_tile_3x2, wk_fma_tile_3x3, wk_fma_tile_3x4},
 };
 
-/* Dense weights for up to 4 rows: the 8-element steps of 4 columns (2 for 3-4 rows: the
- * accumulators must stay in registers) converted in registers and used at once, no L1
- * buffer, so the weights stream at memory speed in one pass (through the buffer one row
- * of F16 weights took twice the time). The FMAs and the horizontal sum are the tiled
- * path's, in the same order: the same bits. */
-
-#define WK_DENSE_FEW(T, ESIZE, ELEM)                                                               \
-    WK_INLINE void wk_dense_few_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
-                                    size_t ws, const void *x, size_t xs, float *y, size_t ldy)    \
-    {                                                                                              \
-        int64_t kfull = k / 32 * 32;                                                               \
-        for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
-            int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
-            const char *wr[4];                                                                     \
-            for (int c = 0; c < C; c++) /* missing columns read column c0 and are dropped */     \
-                wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;                            \
-            __m256 a[4][4];                                                                        \
-            for (int r = 0; r < R; r++)                                                            \
-                for (int c = 0; c < C; c++) a[r][c] = _mm256_setzero_ps();                         \
-            for (int64_t i = 0; i < kfull; i += 8) {                                               \
-                __m256 wv[4];                                                                      \
-                for (int c = 0; c < C; c++) {                                                      \
-                    if (i % (64 / (ESIZE)) == 0) wk_prefetch(wr[c] + i * (ESIZE), 1);              \
-                    wv[c] = wk_load8_##T(wr[c], i);                                                \
-                }                                                                                  \
-                for (int r = 0; r < R; r++) {                                                      \
-                    __m256 xv = _mm256_loadu_ps((const float *)((const char *)x + r * xs) + i);     \
-                    for (int c = 0; c < C; c++) a[r][c] = _mm256_fmadd_ps(wv[c], xv, a[r][c]);    \
-                }                                                                                  \
-            }                                                                                      \
-            for (int r = 0; r < R; r++)                                                            \
-                for (int c = 0; c < cc; c++) {                                                     \
-                    float s = wk_hsum(a[r][c]);                                                    \
-                    for (int64_t i = kfull; i < k; i++)                                            \
-                        s += ELEM(wr[c], i) * ((const float *)((const char *)x + r * xs))[i];      \
-                    y[r * ldy + c0 + c] = s;                                                       \
-                }                                                                                  \
-        }                                                                                          \
-    }
-WK_DENSE_FEW(f32, 4, wk_elem_f32)
-WK_DENSE_FEW(f16, 2, wk_elem_f16)
-WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
-
 /* wk_avx2_gemm_f32_NAME. BS: elements per block; BB: bytes per block; wk_deq_T: a block to
  * BS floats; ELEM: one element, for the k % 32 tail of dense weights. */
 #define WK_F32_GEMM(NAME, BS, BB, ELEM, T)                                                         \
@@ -682,14 +641,17 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
         }                                                                                          \
     }
 
-/* Quantized weights for up to 4 rows: each 32-element piece of C columns (4 for 1-2 rows,
- * 2 for 3-4: the accumulators stay in registers) dequantized in registers and used at
- * once, no L1 buffer (through it one row of Q4_K took 0.15 of the read bandwidth). The
- * dequantized values and the order of the FMAs are the buffered path's: the same bits. */
-#define WK_PRECISE_FEW(T, BS, BB)                                                                  \
-    WK_INLINE void wk_precise_few_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
-                                      size_t ws, const void *x, size_t xs, float *y, size_t ldy)  \
+/* Up to 4 rows, any weight type: each 32-element piece of C columns (4 for 1-2 rows, 2 for
+ * 3-4: the accumulators stay in registers) decoded in registers and used at once, no L1
+ * buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in cache, m = 1:
+ * quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1 earlier 6.8 ->
+ * 4.2-4.5 ms). The values and the order of the FMAs are the buffered path's, and the k % 32
+ * tail of dense weights (ELEM) is added after the lanes' sum as there: the same bits. */
+#define WK_FEW_ROWS(T, BS, BB, ELEM)                                                               \
+    WK_INLINE void wk_few_rows_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
+                                   size_t ws, const void *x, size_t xs, float *y, size_t ldy)     \
     {                                                                                              \
+        const int64_t nb = k / (BS);                                                               \
         for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
             int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
             const char *wr[4];                                                                     \
@@ -698,7 +660,7 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
             __m256 a[4][4];                                                                        \
             for (int r = 0; r < 4; r++) /* all 16: the compiler cannot see that cc <= C */        \
                 for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_ps();                         \
-            for (int64_t bi = 0; bi < k / (BS); bi++) {                                            \
+            for (int64_t bi = 0; bi < nb; bi++) {                                                  \
                 wk_deq_state st[4];                                                                \
                 for (int c = 0; c < C; c++) {                                                      \
                     wk_prefetch(wr[c] + bi * (BB), (BB));                                          \
@@ -717,18 +679,27 @@ WK_DENSE_FEW(bf16, 2, wk_elem_bf16)
                     }                                                                              \
             }                                                                                      \
             for (int r = 0; r < R; r++)                                                            \
-                for (int c = 0; c < cc; c++) y[r * ldy + c0 + c] = wk_hsum(a[r][c]);               \
+                for (int c = 0; c < cc; c++) {                                                     \
+                    const float *xr = (const float *)((const char *)x + r * xs);                   \
+                    float s = wk_hsum(a[r][c]);                                                    \
+                    for (int64_t i = nb * (BS); i < k; i++) s += ELEM(wr[c], i) * xr[i];           \
+                    y[r * ldy + c0 + c] = s;                                                       \
+                }                                                                                  \
         }                                                                                          \
-    }                                                                                              \
-    WK_F32_GEMM(T##_buffered, BS, BB, wk_elem_none, T)                                             \
+    }
+
+/* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond. */
+#define WK_ROWS_GEMM(T, BS, BB, ELEM)                                                              \
+    WK_FEW_ROWS(T, BS, BB, ELEM)                                                                   \
+    WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
         switch (nr) {                                                                              \
-        case 1: wk_precise_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                      \
-        case 2: wk_precise_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                      \
-        case 3: wk_precise_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                      \
-        case 4: wk_precise_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                      \
+        case 1: wk_few_rows_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                         \
+        case 2: wk_few_rows_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                         \
+        case 3: wk_few_rows_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
+        case 4: wk_few_rows_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
         default: wk_avx2_gemm_f32_##T##_buffered(k, nr, nc, w, ws, x, xs, y, ldy); break;          \
         }                                                                                          \
     }
@@ -745,38 +716,24 @@ WK_BLOCK_DEQ(q4_K, 256)
 WK_BLOCK_DEQ(q5_K, 256)
 WK_BLOCK_DEQ(q6_K, 256)
 WK_BLOCK_DEQ(q8_K, 256)
-WK_PRECISE_FEW(q4_0, 32, sizeof(wk_block_q4_0))
-WK_PRECISE_FEW(q4_1, 32, sizeof(wk_block_q4_1))
-WK_PRECISE_FEW(q5_0, 32, sizeof(wk_block_q5_0))
-WK_PRECISE_FEW(q5_1, 32, sizeof(wk_block_q5_1))
-WK_PRECISE_FEW(q8_0, 32, sizeof(wk_block_q8_0))
-WK_PRECISE_FEW(q8_1, 32, sizeof(wk_block_q8_1))
-WK_PRECISE_FEW(q2_K, 256, sizeof(wk_block_q2_K))
-WK_PRECISE_FEW(q3_K, 256, sizeof(wk_block_q3_K))
-WK_PRECISE_FEW(q4_K, 256, sizeof(wk_block_q4_K))
-WK_PRECISE_FEW(q5_K, 256, sizeof(wk_block_q5_K))
-WK_PRECISE_FEW(q6_K, 256, sizeof(wk_block_q6_K))
-WK_PRECISE_FEW(q8_K, 256, sizeof(wk_block_q8_K))
-WK_F32_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, f32)
-WK_F32_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, f16)
-WK_F32_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, bf16)
-
-/* Dense types: the register path for up to 4 rows, the buffered tiles beyond. */
-#define WK_DENSE_GEMM(T)                                                                           \
-    static void wk_avx2_gemm_dense_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                       const void *x, size_t xs, float *y, size_t ldy)             \
-    {                                                                                              \
-        switch (nr) {                                                                              \
-        case 1: wk_dense_few_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                        \
-        case 2: wk_dense_few_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                        \
-        case 3: wk_dense_few_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                        \
-        case 4: wk_dense_few_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                        \
-        default: wk_avx2_gemm_f32_##T(k, nr, nc, w, ws, x, xs, y, ldy); break;                     \
-        }                                                                                          \
-    }
-WK_DENSE_GEMM(f32)
-WK_DENSE_GEMM(f16)
-WK_DENSE_GEMM(bf16)
+WK_BLOCK_DEQ(f32, 32)
+WK_BLOCK_DEQ(f16, 32)
+WK_BLOCK_DEQ(bf16, 32)
+WK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
+WK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
+WK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
+WK_ROWS_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none)
+WK_ROWS_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none)
+WK_ROWS_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none)
+WK_ROWS_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none)
+WK_ROWS_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none)
+WK_ROWS_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none)
+WK_ROWS_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none)
+WK_ROWS_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none)
+WK_ROWS_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none)
+WK_ROWS_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
+WK_ROWS_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
+WK_ROWS_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
 
 /* ---- activation quantizers: Q8_0 and Q8_1 in quantize_avx2.c; Q8_K the reference one
  * (exact bits, cheap next to the dots) -------------------------------------------------- */
@@ -797,9 +754,9 @@ WK_QTABLE(q4_K, q8_K)
 WK_QTABLE(q5_K, q8_K)
 WK_QTABLE(q6_K, q8_K)
 WK_QTABLE(q8_K, q8_K)
-static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_f32};
-static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_f16};
-static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_dense_bf16};
+static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f32};
+static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f16};
+static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_bf16};
 
 const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t)
 {

@@ -683,6 +683,19 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
             }                                                                                      \
     }
 
+/* The tiles of a 512-bit block NAME##_block and their table, [rows - 1][index of the
+ * side-by-side count]. */
+#define WK_PAIRZ_TILES(NAME, BB)                                                                   \
+    WK_PAIRZ_TILE(NAME, BB, 1, 1) WK_PAIRZ_TILE(NAME, BB, 1, 2) WK_PAIRZ_TILE(NAME, BB, 1, 4)      \
+    WK_PAIRZ_TILE(NAME, BB, 1, 8) WK_PAIRZ_TILE(NAME, BB, 2, 1) WK_PAIRZ_TILE(NAME, BB, 2, 2)      \
+    WK_PAIRZ_TILE(NAME, BB, 2, 4) WK_PAIRZ_TILE(NAME, BB, 3, 1) WK_PAIRZ_TILE(NAME, BB, 3, 2)      \
+    WK_PAIRZ_TILE(NAME, BB, 4, 1) WK_PAIRZ_TILE(NAME, BB, 4, 2)                                    \
+    static wk_tile_fn const NAME##_tiles[4][4] = {                                                 \
+        {NAME##_tile_1_1, NAME##_tile_1_2, NAME##_tile_1_4, NAME##_tile_1_8},                      \
+        {NAME##_tile_2_1, NAME##_tile_2_2, NAME##_tile_2_4},                                       \
+        {NAME##_tile_3_1, NAME##_tile_3_2},                                                        \
+        {NAME##_tile_4_1, NAME##_tile_4_2}};
+
 /* aux: the rows' block sums, for an OFFSET (Q4_0: 8, Q5_0: 16). */
 #define WK_VNNI_LEGZ(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
     WK_INLINE void NAME##_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,  \
@@ -719,15 +732,7 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
                                          _mm512_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
         }                                                                                          \
     }                                                                                              \
-    WK_PAIRZ_TILE(NAME, BB, 1, 1) WK_PAIRZ_TILE(NAME, BB, 1, 2) WK_PAIRZ_TILE(NAME, BB, 1, 4)      \
-    WK_PAIRZ_TILE(NAME, BB, 1, 8) WK_PAIRZ_TILE(NAME, BB, 2, 1) WK_PAIRZ_TILE(NAME, BB, 2, 2)      \
-    WK_PAIRZ_TILE(NAME, BB, 2, 4) WK_PAIRZ_TILE(NAME, BB, 3, 1) WK_PAIRZ_TILE(NAME, BB, 3, 2)      \
-    WK_PAIRZ_TILE(NAME, BB, 4, 1) WK_PAIRZ_TILE(NAME, BB, 4, 2)                                    \
-    static wk_tile_fn const NAME##_tiles[4][4] = {                                                 \
-        {NAME##_tile_1_1, NAME##_tile_1_2, NAME##_tile_1_4, NAME##_tile_1_8},                      \
-        {NAME##_tile_2_1, NAME##_tile_2_2, NAME##_tile_2_4},                                       \
-        {NAME##_tile_3_1, NAME##_tile_3_2},                                                        \
-        {NAME##_tile_4_1, NAME##_tile_4_2}};
+    WK_PAIRZ_TILES(NAME, BB)
 
 WK_VNNI_LEGZ(wk_vnni_q4_0z, sizeof(wk_block_q4_0), wk_block_q8_0, 16, 0, false, false, 8)
 WK_VNNI_LEGZ(wk_vnni_q4_1z, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, false, 0)
@@ -765,17 +770,7 @@ WK_INLINE void wk_vnni_q8_0z_block(const int R, const uint8_t *b0, const uint8_t
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]);
     }
 }
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 1) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 2)
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 4) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 1, 8)
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 1) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 2)
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 2, 4) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 3, 1)
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 3, 2) WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 4, 1)
-WK_PAIRZ_TILE(wk_vnni_q8_0z, sizeof(wk_block_q8_0), 4, 2)
-static wk_tile_fn const wk_vnni_q8_0z_tiles[4][4] = {
-    {wk_vnni_q8_0z_tile_1_1, wk_vnni_q8_0z_tile_1_2, wk_vnni_q8_0z_tile_1_4, wk_vnni_q8_0z_tile_1_8},
-    {wk_vnni_q8_0z_tile_2_1, wk_vnni_q8_0z_tile_2_2, wk_vnni_q8_0z_tile_2_4},
-    {wk_vnni_q8_0z_tile_3_1, wk_vnni_q8_0z_tile_3_2},
-    {wk_vnni_q8_0z_tile_4_1, wk_vnni_q8_0z_tile_4_2}};
+WK_PAIRZ_TILES(wk_vnni_q8_0z, sizeof(wk_block_q8_0))
 
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
