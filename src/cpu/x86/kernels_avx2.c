@@ -688,8 +688,10 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         }                                                                                          \
     }
 
-/* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond. */
+/* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond (wk_deq_T
+ * made from the type's 32-element pieces). */
 #define WK_ROWS_GEMM(T, BS, BB, ELEM)                                                              \
+    WK_BLOCK_DEQ(T, BS)                                                                            \
     WK_FEW_ROWS(T, BS, BB, ELEM)                                                                   \
     WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
@@ -704,21 +706,6 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         }                                                                                          \
     }
 
-WK_BLOCK_DEQ(q4_0, 32)
-WK_BLOCK_DEQ(q4_1, 32)
-WK_BLOCK_DEQ(q5_0, 32)
-WK_BLOCK_DEQ(q5_1, 32)
-WK_BLOCK_DEQ(q8_0, 32)
-WK_BLOCK_DEQ(q8_1, 32)
-WK_BLOCK_DEQ(q2_K, 256)
-WK_BLOCK_DEQ(q3_K, 256)
-WK_BLOCK_DEQ(q4_K, 256)
-WK_BLOCK_DEQ(q5_K, 256)
-WK_BLOCK_DEQ(q6_K, 256)
-WK_BLOCK_DEQ(q8_K, 256)
-WK_BLOCK_DEQ(f32, 32)
-WK_BLOCK_DEQ(f16, 32)
-WK_BLOCK_DEQ(bf16, 32)
 WK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
 WK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
 WK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
