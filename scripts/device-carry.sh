@@ -3,7 +3,7 @@
 # the machine spends its time running, not compiling: the CUDA binaries are built here
 # (sm_90 + PTX, the same nvcc 13 as there, no OpenBLAS so that only cuBLAS is needed there)
 # and packed with the first part of the default model; the rest of the model is the second.
-#   a/  bins.tar.xz (wick, the GPU tests, the CPU kernel tests, the two GPU benchmarks) and the model's first 37 MB
+#   a/  bins.tar.xz (wick, the GPU tests, the CPU kernel tests, the two GPU benchmarks) and the model's first 36 MB
 #   b/  the model's rest                       (each folder, with the tree, under 64 MiB)
 # Then, back to back while the machine is warm (it is given back after 30 s idle):
 #   call 1, carry [".devcarry/a"]:
@@ -23,7 +23,7 @@ cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmu
 rm -rf "$dest/a" "$dest/b"
 mkdir -p "$dest/a" "$dest/b"
 tar -C "$repo/build-carry" -cf - $bins | xz -9 -T1 -c >"$dest/a/bins.tar.xz"
-head -c 37000000 "$model" >"$dest/a/model.part1"
-tail -c +37000001 "$model" >"$dest/b/model.part2"
+head -c 36000000 "$model" >"$dest/a/model.part1"
+tail -c +36000001 "$model" >"$dest/b/model.part2"
 sha256sum "$model" | cut -d' ' -f1 >"$dest/b/model.sha256"
 du -sh "$dest"/*

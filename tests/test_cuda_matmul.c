@@ -19,7 +19,7 @@ static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK
                                     WK_TYPE_Q8_1, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
                                     WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
 /* 34: a prompt of the tile kernel; 139: a prefill prompt, a partial tile of the many-row kernel */
-static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 34, 64, 139, 256};
+static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 34, 64, 139, 256};
 
 /* One weight of type t, [n, k], and its dequantized values (the reference). */
 static wk_qtensor *make_weight(wk_type t, int64_t n, int64_t k, double *ref)

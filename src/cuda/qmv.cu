@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <type_traits>
+
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
@@ -97,6 +99,7 @@ struct params {
     /* Prepared input in scratch (inline == false): 2m arrays of xpitch halves, sums
      * [m][nseg], scales [m]. */
     bool inline_x;
+    int copy_rows; /* packed kernel: input rows a block copies from scratch into shared memory */
     __half *xg;
     float *sums_g, *scale_g;
     int xpitch;
@@ -323,12 +326,12 @@ template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.as
 /* The RoPE angles of this lane's outputs: they depend on the step position alone (see
  * step_of), so they are computed before the wait and overlap the previous kernel instead
  * of following the products. In double, as wk_cuda_rope. */
-template <int NX>
+template <int NX, int NA>
 __device__ __forceinline__ void rope_angles(const out_desc &od, int n0, int g, int t, int64_t step,
-                                            float (&rcos)[2][2], float (&rsin)[2][2])
+                                            float (&rcos)[NA][2], float (&rsin)[NA][2])
 {
 #pragma unroll
-    for (int j = 0; j < 2; j++)
+    for (int j = 0; j < NA; j++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             rcos[j][h] = 1.f, rsin[j][h] = 0.f;
@@ -346,8 +349,8 @@ __device__ __forceinline__ void prefetch_residual(const out_desc &od, const floa
 {
     if (add && on)
 #pragma unroll
-        for (int j = 0; j < 2; j++)
-            if (j < NX && 4 * j + t < m)
+        for (int j = 0; j < NX; j++)
+            if (4 * j + t < m)
                 asm volatile("prefetch.global.L1 [%0];" ::"l"(from + (size_t)(4 * j + t) * od.n + n0 + g));
 }
 
@@ -388,31 +391,30 @@ __device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool 
 /* The warps of a row group add up their k parts in a fixed order; the first warp scales
  * the sums back, applies the RoPE and stores the m rows (and adds them to the residual:
  * add = from + y). */
-template <int NX>
-__device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[2][4], float *red, int warp, int kw,
+template <int NX, int NA>
+__device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[NA][4], float *red, int warp, int kw,
                                        int wpg, int lane, int live, float *y, float *add, const float *from,
-                                       const float *xscale, int n0, const float (&rcos)[2][2],
-                                       const float (&rsin)[2][2])
+                                       const float *xscale, int n0, const float (&rcos)[NA][2],
+                                       const float (&rsin)[NA][2])
 {
     const int g = lane >> 2, t = lane & 3;
-    if (wpg > 1) {
+    if (wpg > 1) { /* red: NX sets of 4 x 32 a warp */
         if (kw > 0)
 #pragma unroll
-            for (int j = 0; j < 2; j++)
+            for (int j = 0; j < NX; j++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) red[(warp * 8 + j * 4 + i) * 32 + lane] = acc[j][i];
+                for (int i = 0; i < 4; i++) red[(warp * 4 * NX + j * 4 + i) * 32 + lane] = acc[j][i];
         __syncthreads();
         if (kw > 0) return;
         for (int v = 1; v < wpg; v++)
 #pragma unroll
-            for (int j = 0; j < 2; j++)
+            for (int j = 0; j < NX; j++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 8 + j * 4 + i) * 32 + lane];
+                for (int i = 0; i < 4; i++) acc[j][i] += red[((warp + v) * 4 * NX + j * 4 + i) * 32 + lane];
     }
     if (live <= 0) return;
 #pragma unroll
-    for (int j = 0; j < 2; j++) {
-        if (j >= NX) break;
+    for (int j = 0; j < NX; j++) {
         const int row = 4 * j + t;
         const float s = xscale[min(row, m - 1)];
 #pragma unroll
@@ -435,7 +437,7 @@ __device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[2
 
 /* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
 template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
-__host__ __device__ size_t red_bytes(int nw) { return (size_t)nw * 2 * 4 * 32 * sizeof(float); }
+__host__ __device__ size_t red_bytes(int nw, int nx = 2) { return (size_t)nw * nx * 4 * 32 * sizeof(float); }
 /* The input prepared in the kernel, then (an RMSNorm) its weights, copied in before the wait. */
 __host__ __device__ size_t xin_bytes(int m, int k)
 {
@@ -656,14 +658,14 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * 18.2 -> 22.6); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
  * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
  * slower for Q8_0 and Q4_1 at 2-8 rows). */
-template <class P> constexpr int packed_minb(bool nx2) { return nx2 || P::KC != 64 ? 2 : 3; }
-template <class P> constexpr int packed_depth(bool nx2) { return nx2 || P::KC != 64 ? 2 : 3; }
+template <class P> constexpr int packed_minb(int nx) { return nx > 1 || P::KC != 64 ? 2 : 3; }
+template <class P> constexpr int packed_depth(int nx) { return nx > 1 || P::KC != 64 ? 2 : 3; }
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
  * 0). */
-template <class P, int NX, int MINB, int D>
+template <class P, int NX, int MINB, int D, bool XS>
 __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
@@ -679,7 +681,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
 
     float *red = reinterpret_cast<float *>(smem);
-    uint8_t *xin = smem + red_bytes(nw);
+    uint8_t *xin = smem + red_bytes(nw, NX);
     float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
     const bool stage_norm = stage_norm_weights(p, norm_ws);
 
@@ -689,11 +691,11 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
 #pragma unroll
     for (int d = 0; d < D; d++)
         if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
-    /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 8 per blockIdx.y, the
+    /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 4 NX per blockIdx.y, the
      * input prepared in scratch). */
-    const int r0 = (int)blockIdx.y * MAX_ROWS, mh = min(MAX_ROWS, p.m - r0);
+    const int r0 = (int)blockIdx.y * 4 * NX, mh = min(4 * NX, p.m - r0);
     const int64_t step = step_of(p.dpos);
-    float rcos[2][2], rsin[2][2];
+    float rcos[NX][2], rsin[NX][2];
     rope_angles<NX>(od, n0, g, t, step + r0, rcos, rsin);
     pdl_wait();
     pdl_release();
@@ -705,34 +707,52 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
     const xview xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red, r0);
     WK_TRACE_MARK(2);
 
+    if (XS && !p.inline_x) { /* copy_rows: the scratch's halves and sums, 16 bytes a copy */
+        const int hb = 2 * mh * xv.xpitch * 2, sb = mh * p.nseg * 4; /* this slice's rows */
+        for (int u = threadIdx.x; u < (hb + sb) / 16; u += blockDim.x) {
+            const char *src = u < hb / 16 ? (const char *)xv.xh + 16 * u : (const char *)xv.sums + (16 * u - hb);
+            unsigned sa = (unsigned)__cvta_generic_to_shared(xin + 16 * u);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
+        }
+        cp_commit();
+        cp_wait<0>();
+        __syncthreads();
+    }
     const int m2 = 2 * mh;
-    const __half *xb0 = xv.xh + (size_t)min(g, m2 - 1) * xv.xpitch + 4 * t;
-    const __half *xb1 = xv.xh + (size_t)min(8 + g, m2 - 1) * xv.xpitch + 4 * t;
-    const bool bl0 = g < m2, bl1 = 8 + g < m2;
-    const float *sum0 = xv.sums + (size_t)min(t, mh - 1) * p.nseg;
-    const float *sum1 = xv.sums + (size_t)min(4 + t, mh - 1) * p.nseg;
+    /* XS (the input prepared in this block): pointers derived from the shared array alone,
+     * so the loads are LDS. Generic loads of shared memory go down the global loads' path
+     * and return behind the weight loads issued before them, a DRAM latency a chunk. */
+    const __half *xh = XS ? reinterpret_cast<const __half *>(xin) : xv.xh;
+    const float *xsums = XS ? reinterpret_cast<const float *>(xin + (size_t)2 * mh * xv.xpitch * 2) : xv.sums;
+    /* mma j takes input rows 4j .. 4j + 3: lane g supplies B column g, row 4j + g / 2's hi
+     * or lo (array 8j + g), and adds row 4j + t's sums; arrays past the slice's rows are
+     * not read (their products are zero, their outputs not stored). One base pointer each
+     * and a stride, so that 16 rows take no more registers than 4. */
+    const __half *xb = xh + (size_t)g * xv.xpitch + 4 * t;
+    const float *xsum = xsums + (size_t)t * p.nseg;
+    const int xstride = 8 * xv.xpitch, sstride = 4 * p.nseg;
 
-    float acc[2][4];
+    float acc[NX][4];
 #pragma unroll
-    for (int j = 0; j < 2; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (int j = 0; j < NX; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
     auto chunk = [&](const typename P::frag &fr, int cc) {
 #pragma unroll
         for (int b = 0; b < P::NS / P::SG; b++) { /* the steps that share a scale */
-            float tmp[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-            float xs0 = 0.f, xs1 = 0.f;
+            float tmp[NX][4], xs[NX];
+#pragma unroll
+            for (int j = 0; j < NX; j++) tmp[j][0] = tmp[j][1] = tmp[j][2] = tmp[j][3] = xs[j] = 0.f;
 #pragma unroll
             for (int h = 0; h < P::SG; h++) {
                 const int s = P::SG * b + h, seg = P::NS * cc + s;
                 uint32_t a0, a1, a2, a3;
                 P::step(fr, s, a0, a1, a2, a3);
-                const uint2 bx = bl0 ? *reinterpret_cast<const uint2 *>(xb0 + seg * SEG) : make_uint2(0, 0);
-                mma16816(tmp[0], a0, a1, a2, a3, bx.x, bx.y);
-                if (P::ADD) xs0 += sum0[seg];
-                if (NX > 1) {
-                    const uint2 by = bl1 ? *reinterpret_cast<const uint2 *>(xb1 + seg * SEG) : make_uint2(0, 0);
-                    mma16816(tmp[1], a0, a1, a2, a3, by.x, by.y);
-                    if (P::ADD) xs1 += sum1[seg];
+#pragma unroll
+                for (int j = 0; j < NX; j++) { /* one decoded step, NX mmas */
+                    const uint2 bx = 8 * j + g < m2 ? *reinterpret_cast<const uint2 *>(xb + j * xstride + seg * SEG)
+                                                    : make_uint2(0, 0);
+                    mma16816(tmp[j], a0, a1, a2, a3, bx.x, bx.y);
+                    if (P::ADD && 4 * j + t < mh) xs[j] += xsum[j * sstride + seg];
                 }
             }
             const float2 d = P::scale(fr, b);
@@ -744,9 +764,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
                 acc[j][2] = fmaf(d.y, tmp[j][2], acc[j][2]);
                 acc[j][3] = fmaf(d.y, tmp[j][3], acc[j][3]);
                 if (P::ADD) { /* column 2t is row t's hi: the additive term goes there */
-                    const float xs = j ? xs1 : xs0;
-                    acc[j][0] = fmaf(mn.x, xs, acc[j][0]);
-                    acc[j][2] = fmaf(mn.y, xs, acc[j][2]);
+                    acc[j][0] = fmaf(mn.x, xs[j], acc[j][0]);
+                    acc[j][2] = fmaf(mn.y, xs[j], acc[j][2]);
                 }
             }
         }
@@ -802,11 +821,11 @@ int groups_per_block(int64_t groups, int wpg, int sms)
 }
 
 /* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
- * staging a warp, at most minb blocks of 8 warps per SM by its registers, slices of 8
- * input rows along y. */
+ * staging a warp, at most minb blocks of 8 warps per SM by its registers, slices of input
+ * rows along y, red_sets accumulator sets a warp to add up. */
 template <void (*K)(params)>
 wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb,
-                      int slices = 1)
+                      int slices = 1, int red_sets = 2)
 {
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
@@ -824,7 +843,8 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        smem = stage_per_warp * nw + red_bytes(nw) + (p.inline_x ? xin_norm_bytes(p) : 0);
+        smem = stage_per_warp * nw + red_bytes(nw, red_sets) +
+               (p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0);
         if (smem > (size_t)200 << 10)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -901,15 +921,66 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
                : launch_k<T, 1, false, minb_for<T, 1, false>()>(c, p, sms);
 }
 
-/* The packed kernel at its register bound and depth (packed_minb, packed_depth). */
+/* Whether the packed kernel reads an input prepared in its block with shared-memory loads
+ * (WICK_CUDA_QMV_LDS=0: generic loads, as before session 17; read once). */
+bool shared_x_loads()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_LDS", 1);
+    return v != 0;
+}
+long copy_limit()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_COPY", 36 << 10);
+    return v;
+}
+/* Formats whose kernel reads a shared-memory input by LDS: all but Q5_0, whose kernel then
+ * spills and was slower (H200, 8192 x 4096, three rounds: m = 1 12.1 -> 12.5-12.6 us, m = 2
+ * 12.2-12.3 -> 12.9-13.0; Q4_1 m = 1 11.3 -> 10.8-10.9, Q4_K 11.7 -> 11.2-11.3, Q6_K 13.1-13.2
+ * -> 12.1-12.3, Q4_K m = 2 13.2-13.3 -> 11.9-12.0, Q4_0 and Q8_0 within 0.1). */
+template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_0>::value; }
+/* Formats that take more than 8 input rows in slices of 16, one decoded step for four mmas:
+ * the 32-element formats without an additive term. At 16 rows Q4_1 and Q5_1 spilled, and
+ * Q4_K and Q6_K fit only at one block an SM, and were slower (below); they keep slices of 8
+ * (WICK_CUDA_QMV_SLICE=8: every format). H200, 8192 x 4096, us, 16 against 8:
+ * m = 9, 16, 24, 34, 48, 63: Q4_0 20.1 23.7 37.5 53.7 59.3 75.0 against 25.3 28.5 38.0 54.9
+ * 65.0 82.4; Q5_0 22.5 26.3 41.3 59.8 65.0 82.5 against 28.2 30.0 40.7 61.0 72.4 93.1; Q8_0
+ * 23.2 28.3 43.6 62.8 69.9 88.7 against 27.4 30.7 41.0 59.2 71.2 90.6; Q4_1 31.6 38.7 60.3
+ * 89.2 100.2 131.5 against 30.1 33.7 47.1 70.0 86.7 112.5; Q4_K 44.2 52.5 74.5 93.9 96.1 136.0
+ * against 33.2 35.8 50.4 76.4 93.3 120.4. */
+template <class P> constexpr bool slices_of_16() { return P::KC == 64 && !P::ADD; }
+
+template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
+{
+    const int slices = (p.m + 4 * NX - 1) / (4 * NX);
+    return launch_geom<qmv_packed_kernel<P, NX, packed_minb<P>(NX), packed_depth<P>(NX), XS>>(
+        c, p, sms, nchunk, 0, packed_minb<P>(NX), slices, NX);
+}
+template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
+{
+    p.copy_rows = 0;
+    if constexpr (lds_input<P>()) {
+        if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+        /* A small prepared input (a slice's rows) is copied into each block's shared memory
+         * (WICK_CUDA_QMV_COPY sets the bound in bytes, 0: never). */
+        const int rows = min(p.m, 4 * NX);
+        if (shared_x_loads() && (long)xin_bytes(rows, p.k) <= copy_limit()) {
+            p.copy_rows = rows;
+            return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+        }
+    }
+    return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
+}
+
+/* The packed kernel at its register bound and depth (packed_minb, packed_depth): 1-4 input
+ * rows one mma a step, 5-8 two, more in slices of 16 (four mmas a step) or 8 rows. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
-    const int sms = sm_count(), nchunk = p.k / P::KC, slices = (p.m + MAX_ROWS - 1) / MAX_ROWS;
-    if (p.m > 4)
-        return launch_geom<qmv_packed_kernel<P, 2, packed_minb<P>(true), packed_depth<P>(true)>>(
-            c, p, sms, nchunk, 0, packed_minb<P>(true), slices);
-    return launch_geom<qmv_packed_kernel<P, 1, packed_minb<P>(false), packed_depth<P>(false)>>(
-        c, p, sms, nchunk, 0, packed_minb<P>(false));
+    const int sms = sm_count(), nchunk = p.k / P::KC;
+    static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 16);
+    if constexpr (slices_of_16<P>())
+        if (p.m > MAX_ROWS && slice != 8) return launch_packed_nx<P, 4>(c, p, sms, nchunk);
+    if (p.m > 4) return launch_packed_nx<P, 2>(c, p, sms, nchunk);
+    return launch_packed_nx<P, 1>(c, p, sms, nchunk);
 }
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
@@ -932,7 +1003,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
-    /* A packed weight takes any number of rows, 8 a slice of the grid. */
+    /* A packed weight takes any number of rows, 8 or 16 a slice of the grid. */
     if (j->m < 1 || j->m > (packed ? 65535L * MAX_ROWS : MAX_ROWS) || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
@@ -1009,7 +1080,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         int nchunk = 1, minb = 2;
         wkp::with_format(base, [&](auto fmt) {
             using P = decltype(fmt);
-            nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4);
+            nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4 ? 2 : 1);
         });
         const int sms = sm_count();
         const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
