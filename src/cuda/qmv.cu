@@ -657,9 +657,20 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * times as large; 5-8 rows at 80 registers: 8192 x 4096 m = 8 Q4_0 16.7 -> 18.6 us, Q8_0
  * 18.2 -> 22.6); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
  * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
- * slower for Q8_0 and Q4_1 at 2-8 rows). */
-template <class P> constexpr int packed_minb(int nx) { return nx > 1 || P::KC != 64 ? 2 : 3; }
-template <class P> constexpr int packed_depth(int nx) { return nx > 1 || P::KC != 64 ? 2 : 3; }
+ * slower for Q8_0 and Q4_1 at 2-8 rows, and for all but Q5_0 at 1-4 rows in session 17).
+ * Two mmas a step (5-8 rows, slices of 8) also take 3 for the formats with the smallest
+ * chunks in registers, Q4_0, Q4_1 and Q5_0 (session 17, three rounds: m = 8 Q4_0 16.0 ->
+ * 15.1 us, Q4_1 18.7 -> 18.3, Q5_0 16.8 -> 16.5, Q4_1 m = 16 33.4 -> 32.4); Q5_1 then spilled
+ * (m = 8 19.7 -> 22.0), Q8_0 was no faster, and four mmas a step were slower with 3. */
+template <class P> constexpr bool deep_at_two_mmas()
+{
+    return std::is_same<P, wkp::q4_0>::value || std::is_same<P, wkp::q4_1>::value || std::is_same<P, wkp::q5_0>::value;
+}
+template <class P> constexpr int packed_minb(int nx) { return nx > 2 && P::KC != 64 ? 1 : nx > 1 || P::KC != 64 ? 2 : 3; }
+template <class P> constexpr int packed_depth(int nx)
+{
+    return P::KC == 64 && (nx == 1 || (nx == 2 && deep_at_two_mmas<P>())) ? 3 : 2;
+}
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
@@ -939,15 +950,18 @@ long copy_limit()
  * -> 12.1-12.3, Q4_K m = 2 13.2-13.3 -> 11.9-12.0, Q4_0 and Q8_0 within 0.1). */
 template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_0>::value; }
 /* Formats that take more than 8 input rows in slices of 16, one decoded step for four mmas:
- * the 32-element formats without an additive term. At 16 rows Q4_1 and Q5_1 spilled, and
- * Q4_K and Q6_K fit only at one block an SM, and were slower (below); they keep slices of 8
+ * the 32-element formats without an additive term, and Q6_K from 32 rows. At 16 rows Q4_1
+ * and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255 registers), which
+ * was slower (below) but for Q6_K from 34 rows; the others keep slices of 8
  * (WICK_CUDA_QMV_SLICE=8: every format). H200, 8192 x 4096, us, 16 against 8:
  * m = 9, 16, 24, 34, 48, 63: Q4_0 20.1 23.7 37.5 53.7 59.3 75.0 against 25.3 28.5 38.0 54.9
  * 65.0 82.4; Q5_0 22.5 26.3 41.3 59.8 65.0 82.5 against 28.2 30.0 40.7 61.0 72.4 93.1; Q8_0
  * 23.2 28.3 43.6 62.8 69.9 88.7 against 27.4 30.7 41.0 59.2 71.2 90.6; Q4_1 31.6 38.7 60.3
  * 89.2 100.2 131.5 against 30.1 33.7 47.1 70.0 86.7 112.5; Q4_K 44.2 52.5 74.5 93.9 96.1 136.0
- * against 33.2 35.8 50.4 76.4 93.3 120.4. */
-template <class P> constexpr bool slices_of_16() { return P::KC == 64 && !P::ADD; }
+ * against 33.2 35.8 50.4 76.4 93.3 120.4; Q6_K 31.5 33.5 58.1 63.8 65.0 88.5 against 33.6
+ * 36.2 50.7 77.5 94.4 122.4. */
+template <class P> constexpr bool slices_of_16() { return (P::KC == 64 && !P::ADD) || std::is_same<P, wkp::q6_K>::value; }
+template <class P> constexpr int least_rows_for_16() { return std::is_same<P, wkp::q6_K>::value ? 32 : MAX_ROWS + 1; }
 
 template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
@@ -972,13 +986,13 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
 }
 
 /* The packed kernel at its register bound and depth (packed_minb, packed_depth): 1-4 input
- * rows one mma a step, 5-8 two, more in slices of 16 (four mmas a step) or 8 rows. */
+ * rows one mma a step, 5-8 two, more in slices of 16 (four mmas a step; Q6_K from 32 rows) or 8. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count(), nchunk = p.k / P::KC;
     static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 16);
     if constexpr (slices_of_16<P>())
-        if (p.m > MAX_ROWS && slice != 8) return launch_packed_nx<P, 4>(c, p, sms, nchunk);
+        if (p.m >= least_rows_for_16<P>() && slice != 8) return launch_packed_nx<P, 4>(c, p, sms, nchunk);
     if (p.m > 4) return launch_packed_nx<P, 2>(c, p, sms, nchunk);
     return launch_packed_nx<P, 1>(c, p, sms, nchunk);
 }
