@@ -653,9 +653,10 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 }
 
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
- * 1-4 input rows of the 32-element formats, else 2 (128: a K format's chunk is four
- * times as large; 5-8 rows at 80 registers: 8192 x 4096 m = 8 Q4_0 16.7 -> 18.6 us, Q8_0
- * 18.2 -> 22.6); and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
+ * 1-4 input rows of the 32-element formats, 1 (255) for a K format's four mmas a step
+ * (Q6_K's slices of 16, below), else 2 (128: a K format's chunk is four times as large;
+ * 5-8 rows at 80 registers: 8192 x 4096 m = 8 Q4_0 16.7 -> 18.6 us, Q8_0 18.2 -> 22.6);
+ * and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
  * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
  * slower for Q8_0 and Q4_1 at 2-8 rows, and for all but Q5_0 at 1-4 rows in session 17).
  * Two mmas a step (5-8 rows, slices of 8) also take 3 for the formats with the smallest
