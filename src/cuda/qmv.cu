@@ -653,8 +653,8 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
 }
 
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
- * 1-4 input rows of the 32-element formats, 1 (255) for a K format's four mmas a step
- * (Q6_K's slices of 16, below), else 2 (128: a K format's chunk is four times as large;
+ * 1-4 input rows of the 32-element formats, 1 (255) for a K format's three or four mmas a
+ * step (Q6_K's slices, below), else 2 (128: a K format's chunk is four times as large;
  * 5-8 rows at 80 registers: 8192 x 4096 m = 8 Q4_0 16.7 -> 18.6 us, Q8_0 18.2 -> 22.6);
  * and its chunks in flight a warp: 3 for 1-4 rows of the 32-element
  * formats, else 2 (H200, 8192 x 4096: Q4_1 m = 1 12.6 -> 11.4 us with 3 against 2; 4 was
@@ -950,11 +950,12 @@ long copy_limit()
  * 12.2-12.3 -> 12.9-13.0; Q4_1 m = 1 11.3 -> 10.8-10.9, Q4_K 11.7 -> 11.2-11.3, Q6_K 13.1-13.2
  * -> 12.1-12.3, Q4_K m = 2 13.2-13.3 -> 11.9-12.0, Q4_0 and Q8_0 within 0.1). */
 template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_0>::value; }
-/* Formats that take more than 8 input rows in slices of 16, one decoded step for four mmas:
- * the 32-element formats without an additive term, and Q6_K from 32 rows. At 16 rows Q4_1
- * and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255 registers), which
- * was slower (below) but for Q6_K from 34 rows; the others keep slices of 8
- * (WICK_CUDA_QMV_SLICE=8: every format). H200, 8192 x 4096, us, 16 against 8:
+/* Formats that take more than 8 input rows in slices of 12 or 16, one decoded step for three
+ * or four mmas: the 32-element formats without an additive term, and Q6_K from 32 rows. At
+ * 16 rows Q4_1 and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255
+ * registers), which was slower (below) but for Q6_K from 34 rows; the others keep slices of
+ * 8 (WICK_CUDA_QMV_SLICE=8: every format; =16: slices of 16 alone). A first build, slices of
+ * 16 alone for every format, H200, 8192 x 4096, us, 16 against 8:
  * m = 9, 16, 24, 34, 48, 63: Q4_0 20.1 23.7 37.5 53.7 59.3 75.0 against 25.3 28.5 38.0 54.9
  * 65.0 82.4; Q5_0 22.5 26.3 41.3 59.8 65.0 82.5 against 28.2 30.0 40.7 61.0 72.4 93.1; Q8_0
  * 23.2 28.3 43.6 62.8 69.9 88.7 against 27.4 30.7 41.0 59.2 71.2 90.6; Q4_1 31.6 38.7 60.3
@@ -970,6 +971,9 @@ template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, p
     return launch_geom<qmv_packed_kernel<P, NX, packed_minb<P>(NX), packed_depth<P>(NX), XS>>(
         c, p, sms, nchunk, 0, packed_minb<P>(NX), slices, NX);
 }
+/* Cut evenly, in the final build (same lease, us, slices of 12 or 16 / 16 alone / 8 alone):
+ * Q4_0 m = 20 33.0 / 36.2 / 35.1, m = 34 47.2 / 53.8 / 53.2; Q8_0 m = 20 36.5 / 41.9 / 39.6,
+ * m = 34 53.0 / 63.0 / 59.0, but m = 40 64.2 / 64.3 / 61.1; Q6_K m = 34 55.4 / 63.8 / 77.4. */
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
     p.copy_rows = 0;
@@ -987,13 +991,20 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
 }
 
 /* The packed kernel at its register bound and depth (packed_minb, packed_depth): 1-4 input
- * rows one mma a step, 5-8 two, more in slices of 16 (four mmas a step; Q6_K from 32 rows) or 8. */
+ * rows one mma a step, 5-8 two, more in slices of 12 or 16 (three or four mmas a step; Q6_K
+ * from 32 rows) or of 8. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count(), nchunk = p.k / P::KC;
-    static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 16);
+    static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 12); /* 8 or 16: those alone */
     if constexpr (slices_of_16<P>())
-        if (p.m >= least_rows_for_16<P>() && slice != 8) return launch_packed_nx<P, 4>(c, p, sms, nchunk);
+        if (p.m >= least_rows_for_16<P>() && slice != 8) {
+            /* As few slices as 16 rows allow, cut evenly: 12 rows a slice (three mmas a
+             * step) where that is enough, so that no slice multiplies a third of nothing. */
+            const int n16 = (p.m + 15) / 16;
+            if (slice != 16 && (p.m + n16 - 1) / n16 <= 12) return launch_packed_nx<P, 3>(c, p, sms, nchunk);
+            return launch_packed_nx<P, 4>(c, p, sms, nchunk);
+        }
     if (p.m > 4) return launch_packed_nx<P, 2>(c, p, sms, nchunk);
     return launch_packed_nx<P, 1>(c, p, sms, nchunk);
 }
@@ -1018,7 +1029,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
-    /* A packed weight takes any number of rows, 8 or 16 a slice of the grid. */
+    /* A packed weight takes any number of rows, 8 to 16 a slice of the grid. */
     if (j->m < 1 || j->m > (packed ? 65535L * MAX_ROWS : MAX_ROWS) || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
