@@ -962,8 +962,8 @@ template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_
  * 89.2 100.2 131.5 against 30.1 33.7 47.1 70.0 86.7 112.5; Q4_K 44.2 52.5 74.5 93.9 96.1 136.0
  * against 33.2 35.8 50.4 76.4 93.3 120.4; Q6_K 31.5 33.5 58.1 63.8 65.0 88.5 against 33.6
  * 36.2 50.7 77.5 94.4 122.4. */
-template <class P> constexpr bool slices_of_16() { return (P::KC == 64 && !P::ADD) || std::is_same<P, wkp::q6_K>::value; }
-template <class P> constexpr int least_rows_for_16() { return std::is_same<P, wkp::q6_K>::value ? 32 : MAX_ROWS + 1; }
+template <class P> constexpr bool wide_slices() { return (P::KC == 64 && !P::ADD) || std::is_same<P, wkp::q6_K>::value; }
+template <class P> constexpr int least_rows_for_wide() { return std::is_same<P, wkp::q6_K>::value ? 32 : MAX_ROWS + 1; }
 
 template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
@@ -971,9 +971,6 @@ template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, p
     return launch_geom<qmv_packed_kernel<P, NX, packed_minb<P>(NX), packed_depth<P>(NX), XS>>(
         c, p, sms, nchunk, 0, packed_minb<P>(NX), slices, NX);
 }
-/* Cut evenly, in the final build (same lease, us, slices of 12 or 16 / 16 alone / 8 alone):
- * Q4_0 m = 20 33.0 / 36.2 / 35.1, m = 34 47.2 / 53.8 / 53.2; Q8_0 m = 20 36.5 / 41.9 / 39.6,
- * m = 34 53.0 / 63.0 / 59.0, but m = 40 64.2 / 64.3 / 61.1; Q6_K m = 34 55.4 / 63.8 / 77.4. */
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
     p.copy_rows = 0;
@@ -992,13 +989,16 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
 
 /* The packed kernel at its register bound and depth (packed_minb, packed_depth): 1-4 input
  * rows one mma a step, 5-8 two, more in slices of 12 or 16 (three or four mmas a step; Q6_K
- * from 32 rows) or of 8. */
+ * from 32 rows) or of 8. Cut evenly (H200, same lease, us, slices of 12 or 16 / 16 alone /
+ * 8 alone): Q4_0 m = 20 33.0 / 36.2 / 35.1, m = 34 47.2 / 53.8 / 53.2; Q8_0 m = 20 36.5 /
+ * 41.9 / 39.6, m = 34 53.0 / 63.0 / 59.0, but m = 40 64.2 / 64.3 / 61.1; Q6_K m = 34 55.4 /
+ * 63.8 / 77.4. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
     const int sms = sm_count(), nchunk = p.k / P::KC;
     static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 12); /* 8 or 16: those alone */
-    if constexpr (slices_of_16<P>())
-        if (p.m >= least_rows_for_16<P>() && slice != 8) {
+    if constexpr (wide_slices<P>())
+        if (p.m >= least_rows_for_wide<P>() && slice != 8) {
             /* As few slices as 16 rows allow, cut evenly: 12 rows a slice (three mmas a
              * step) where that is enough, so that no slice multiplies a third of nothing. */
             const int n16 = (p.m + 15) / 16;
