@@ -329,10 +329,10 @@ int main(void)
     for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide, false);
     run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide, false);
     run_n(c, WK_TYPE_Q4_K, 1024, 8, WK_QMV_SILU_MUL, false, wide, false);
-    /* The packed layout: every packable format, 1-8 rows and more in slices of 16 (13:
-     * one partial slice, 20: a whole one and four rows), the three preparations, the input
-     * inside and in scratch (k = 1536 at 8 rows, every count above 8), a residual taken
-     * from elsewhere, and a longer output. */
+    /* The packed layout: every packable format, 1-8 rows and more in slices (13: one
+     * slice of 13 for the formats cut in 12 or 16 rows, 8 + 5 for the others; 20: 12 + 8,
+     * or 8 + 8 + 4), the three preparations, the input inside and in scratch (k = 1536 at
+     * 8 rows, every count above 8), a residual taken from elsewhere, and a longer output. */
     const struct { wk_type t; int64_t k; } packs[] = {
         {WK_TYPE_Q4_0, 1024}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1536},
         {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536}, {WK_TYPE_Q4_K, 1024},
