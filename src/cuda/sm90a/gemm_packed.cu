@@ -24,6 +24,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "cuda/cuda_util.cuh"
 #include "cuda/kernels.h"
 #include "cuda/mma.cuh"
@@ -123,9 +125,48 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[
                    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
 }
+__device__ __forceinline__ void wgmma_n96(float (&d)[48], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, "
+                 "{%48, %49, %50, %51}, %52, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
+__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+                 "{%64, %65, %66, %67}, %68, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+}
 template <int BN> struct acc_t;
 template <> struct acc_t<64> {
     static __device__ __forceinline__ void mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc) { wgmma_n64(d, a, desc); }
+};
+template <> struct acc_t<96> {
+    static __device__ __forceinline__ void mma(float (&d)[48], const uint32_t (&a)[4], uint64_t desc) { wgmma_n96(d, a, desc); }
+};
+template <> struct acc_t<128> {
+    static __device__ __forceinline__ void mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) { wgmma_n128(d, a, desc); }
 };
 template <> struct acc_t<256> {
     static __device__ __forceinline__ void mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) { wgmma_n256(d, a, desc); }
@@ -326,6 +367,10 @@ template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w,
     return launch<P, BN, WGS>(c, w, n, k, xs, m, y);
 }
 
+/* Whether tiles T over n weight rows and m input rows give enough blocks to keep most of
+ * the GPU's SMs busy (else the 64-row tile, with more blocks, is taken). */
+template <class T> bool fills_gpu(int64_t n, int64_t m) { return T::grid_x(n) * T::grid_y(m) >= 100; }
+
 /* Whether this GPU runs the sm_90a kernels (a cubin for compute capability 9.0 only). */
 bool device_runs_sm90a()
 {
@@ -354,15 +399,45 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
     if (!wk_cuda_gemm_packed_supports(t, n, k) || m <= 0 || m > INT32_MAX / k)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA many-row packed matmul: a %s [%lld, %lld] weight on this GPU",
                        wk_traits(base) ? wk_traits(base)->name : "(unknown)", (long long)n, (long long)k);
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            sms = 1;
+    }
     return wkp::with_format(base, [&](auto p) -> wk_status {
         using P = decltype(p);
-        /* Measured on the H200 at 8192 x 4096: 32-element formats 64 rows a tile up to 64
-         * rows, else 256 (one warpgroup: 4-8 wide steps a scale); the K formats' 256-element
-         * stages leave room for 64 rows only, with two warpgroups from 65 rows. A wide
-         * tile that would leave most of the GPU idle (small n) takes 64. */
-        constexpr int WIDE_BN = P::KC == 256 ? 64 : 256, WIDE_WGS = P::KC == 256 ? 2 : 1;
-        using wide = tile<P, WIDE_BN, WIDE_WGS>;
-        if (m > 64 && wide::grid_x(n) * wide::grid_y(m) >= 100) return run<P, WIDE_BN, WIDE_WGS>(c, w, n, k, x, xtype, m, y);
+        /* Tiles, measured on the H200 at 8192 x 4096 (bench/results/cuda-tiles-s18-h200.txt):
+         * 64 input rows up to 64 rows; then the 32-element formats 128 up to 128 rows, else
+         * 256 (one warpgroup: 4-8 wide steps a scale); Q4_K 128 (three stages of 256
+         * elements fill the shared memory); Q6_K, whose chunks are larger, 64 or 96 with two
+         * warpgroups, whichever takes fewer waves of blocks (one an SM) at 1.22 times the
+         * time a wave for 96 (8192 x 4096: m = 139 30.5 against 49.1 us, 512 88.9 against
+         * 95.5; m = 128 26.2 against 30.8, 256 49.3 against 57.7). A wide tile that would
+         * leave most of the GPU idle (small n) takes 64. WICK_CUDA_WGMMA_WIDE=0: the choice
+         * before session 18 (256; 64 with two warpgroups for Q4_K and Q6_K). */
+        static const long wide_v = wk_env_long("WICK_CUDA_WGMMA_WIDE", 1);
+        const bool before = wide_v == 0;
+        if constexpr (std::is_same<P, wkp::q6_K>::value) {
+            using T96 = tile<P, 96, 2>;
+            const int64_t w64 = (tile<P, 64, 2>::grid_x(n) * tile<P, 64, 2>::grid_y(m) + sms - 1) / sms;
+            const int64_t w96 = (T96::grid_x(n) * T96::grid_y(m) + sms - 1) / sms;
+            if (!before && m > 64 && fills_gpu<T96>(n, m) && 1.22 * (double)w96 < (double)w64)
+                return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
+            if (m > 64 && fills_gpu<tile<P, 64, 2>>(n, m))
+                return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+        } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
+            if (!before && m > 64 && fills_gpu<tile<P, 128, 1>>(n, m))
+                return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
+            if (m > 64 && fills_gpu<tile<P, 64, 2>>(n, m))
+                return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+        } else {
+            if (!before && m > 64 && m <= 128 && fills_gpu<tile<P, 128, 1>>(n, m))
+                return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
+            if (m > 64 && fills_gpu<tile<P, 256, 1>>(n, m))
+                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+        }
         return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
     });
 }
