@@ -268,6 +268,7 @@ static void test_rejections(wk_cuda_ctx *c)
     j.out[0].n = 16;
     j.out[0].y = wk_dp(y);
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "9 input rows");
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "1..8 rows for a row-major weight");
     j.m = 1;
     j.nout = 4;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "4 outputs");
@@ -295,6 +296,9 @@ static void test_rejections(wk_cuda_ctx *c)
     j.out[0].n = 16;
     j.out[0].w = (char *)w + 2;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "on 16 bytes");
+    j.out[0].w = w; /* a packed weight takes up to 65535 slices of 8 input rows */
+    j.m = 65535L * 8 + 1;
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "1..524280 rows for a packed weight");
     wk_cuda_free(w);
     wk_cuda_free(x);
     wk_cuda_free(y);

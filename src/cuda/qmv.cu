@@ -1030,9 +1030,11 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
     /* A packed weight takes any number of rows, 8 to 16 a slice of the grid. */
-    if (j->m < 1 || j->m > (packed ? 65535L * MAX_ROWS : MAX_ROWS) || j->nout < 1 || j->nout > 3)
+    const long most_rows = packed ? 65535L * MAX_ROWS : MAX_ROWS;
+    if (j->m < 1 || j->m > most_rows || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
-                                       "(1..8 rows, 1..3 outputs)", (long long)j->m, j->nout);
+                                       "(1..%ld rows for a %s weight, 1..3 outputs)", (long long)j->m, j->nout,
+                       most_rows, packed ? "packed" : "row-major");
     if (j->k <= 0 || j->k % qk != 0 || j->k % SEG != 0 || j->k > (1 << 24))
         return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: k = %lld must be a positive "
                                        "multiple of %lld", tr->name, (long long)j->k, (long long)(qk > SEG ? qk : SEG));
