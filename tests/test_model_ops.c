@@ -5,7 +5,8 @@
  * - the quantized form's matmuls of every 32-element format and of Q4_K and Q6_K, through
  *   repacked groups and the rows after the last group, for 1, 5 and 9 activation rows
  *   (the one-row and four-row orders), 1 and 2 threads (equal bit for bit);
- * - SiLU-gated products, RoPE, and attention over 1..70 keys for one and several rows.
+ * - SiLU-gated products, RoPE, and attention over 1..70 keys for one and several rows;
+ *   the attention's scores of all keys in one call equal the per-key dot products bit for bit.
  * Each result is within a few float roundings of its float64 reference. Skipped (passes)
  * without AVX2, where these paths are not taken. */
 #include <math.h>
@@ -243,6 +244,33 @@ static void test_attention(wk_engine *e)
     free(v);
 }
 
+/* The scores of all keys in one call equal the per-key dot products bit for bit (hd 64:
+ * q kept in registers; 32 and 128: the per-key calls), and the largest is theirs. */
+static void test_scores(void)
+{
+    enum { STRIDE = 3 * 128, KEYS = 70 };
+    float *q = malloc(sizeof(float) * 128), *k = malloc(sizeof(float) * KEYS * STRIDE);
+    float s[KEYS];
+    const int64_t hds[] = {32, 64, 128}, keys[] = {1, 7, 70};
+    for (size_t hi = 0; hi < 3; hi++)
+        for (size_t ki = 0; ki < 3; ki++) {
+            fill(q, 128, 3.0f);
+            fill(k, KEYS * STRIDE, 3.0f);
+            const float scale = 1.0f / sqrtf((float)hds[hi]);
+            float max = wk_avx2_scores_vec(s, q, k + 64, STRIDE, keys[ki], hds[hi], scale), want_max = -INFINITY;
+            int bad = 0;
+            for (int64_t t = 0; t < keys[ki]; t++) {
+                float want = wk_avx2_dot_vec(q, k + 64 + t * STRIDE, hds[hi], false) * scale;
+                if (memcmp(&want, &s[t], sizeof want)) bad++;
+                if (want > want_max) want_max = want;
+            }
+            CHECK_MSG(bad == 0 && max == want_max, "scores hd %lld keys %lld: %d differ, max %g want %g",
+                      (long long)hds[hi], (long long)keys[ki], bad, max, want_max);
+        }
+    free(q);
+    free(k);
+}
+
 int main(void)
 {
     if (wk_cpu_isa() < WK_ISA_AVX2) {
@@ -261,6 +289,7 @@ int main(void)
     test_matmul_type(e1, e2, WK_TYPE_Q4_K, "Q4_K");
     test_matmul_type(e1, e2, WK_TYPE_Q6_K, "Q6_K");
     test_swiglu_rope(e1);
+    test_scores();
     test_attention(e1);
     test_attention(e2);
     wk_engine_free(e1);

@@ -200,12 +200,7 @@ static void attention_one_exact(const attention_job *j, int64_t r, int64_t h, fl
     int64_t n_keys = j->pos0 + r + 1, n8 = (n_keys + 7) & ~(int64_t)7;
     bool one_row = j->rows == 1;
     float *s = work, *acc = work + j->scores_cap;
-    float max = -INFINITY;
-    for (int64_t t = 0; t < n_keys; t++) {
-        const float *k = j->k + t * kv_dim + kvh * hd;
-        s[t] = wk_avx2_dot_vec(q, k, hd, false) * scale;
-        if (s[t] > max) max = s[t];
-    }
+    float max = wk_avx2_scores_vec(s, q, j->k + kvh * hd, kv_dim, n_keys, hd, scale);
     for (int64_t t = n_keys; t < n8; t++) s[t] = -INFINITY;
     double sum = wk_avx2_softmax_exp(s, s, n8, max);
     float inv = (float)(1.0 / sum);

@@ -17,6 +17,10 @@ double wk_avx2_softmax_exp(float *y, const float *x, int64_t n, float max);
  * 32) and tile order (n a multiple of 8). */
 float wk_avx2_dot_vec(const void *q, const void *k, int64_t n, bool f16);
 float wk_avx2_dot_tile(const void *q, const void *k, int64_t n, bool f16);
+/* s[t] = wk_avx2_dot_vec(q, k + t * k_stride, hd) * scale for t < n_keys (f32, hd a
+ * multiple of 32), bit for bit; returns the largest. */
+float wk_avx2_scores_vec(float *s, const float *q, const float *k, int64_t k_stride, int64_t n_keys, int64_t hd,
+                         float scale);
 /* out[d] = sum_j<n_keys p[j] * v[j*v_stride + d], d < hd (a multiple of 8), in the vec
  * order (acc: 32*hd floats) or the tile order (acc: 8*hd floats). */
 void wk_avx2_weighted_sum(float *out, const float *p, const void *v, int64_t v_stride, int64_t n_keys,

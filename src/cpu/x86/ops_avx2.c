@@ -113,6 +113,34 @@ float wk_avx2_dot_vec(const void *q, const void *k, int64_t n, bool f16)
     return wk_reduce4(a[0], a[1], a[2], a[3]);
 }
 
+/* s[t] = (q · k_t) * scale for t < n_keys, k_t at k + t * k_stride floats (all f32), each
+ * product exactly as wk_avx2_dot_vec computes it (hd a multiple of 32); returns the largest
+ * s[t]. One call for all keys of a head: at hd = 64 q stays in registers instead of being
+ * loaded again for every key. */
+float wk_avx2_scores_vec(float *s, const float *q, const float *k, int64_t k_stride, int64_t n_keys, int64_t hd,
+                         float scale)
+{
+    float max = -INFINITY;
+    if (hd == 64) {
+        __m256 qv[8];
+        for (int j = 0; j < 8; j++) qv[j] = _mm256_loadu_ps(q + 8 * j);
+        for (int64_t t = 0; t < n_keys; t++) {
+            const float *kt = k + t * k_stride;
+            __m256 a[4];
+            for (int j = 0; j < 4; j++) a[j] = _mm256_fmadd_ps(qv[j], _mm256_loadu_ps(kt + 8 * j), _mm256_setzero_ps());
+            for (int j = 0; j < 4; j++) a[j] = _mm256_fmadd_ps(qv[4 + j], _mm256_loadu_ps(kt + 32 + 8 * j), a[j]);
+            s[t] = wk_reduce4(a[0], a[1], a[2], a[3]) * scale;
+            if (s[t] > max) max = s[t];
+        }
+        return max;
+    }
+    for (int64_t t = 0; t < n_keys; t++) {
+        s[t] = wk_avx2_dot_vec(q, k + t * k_stride, hd, false) * scale;
+        if (s[t] > max) max = s[t];
+    }
+    return max;
+}
+
 /* q · k over n (a multiple of 8) in the tile order. */
 float wk_avx2_dot_tile(const void *q, const void *k, int64_t n, bool f16)
 {
