@@ -6,7 +6,8 @@
  *   repacked groups and the rows after the last group, for 1, 5 and 9 activation rows
  *   (the one-row and four-row orders), 1 and 2 threads (equal bit for bit);
  * - SiLU-gated products, RoPE, and attention over 1..70 keys for one and several rows;
- *   the attention's scores of all keys in one call equal the per-key dot products bit for bit.
+ *   the attention's scores of all keys in one call equal the per-key dot products, and its
+ *   value sums slot by slot equal them key by key, bit for bit.
  * Each result is within a few float roundings of its float64 reference. Skipped (passes)
  * without AVX2, where these paths are not taken. */
 #include <math.h>
@@ -271,6 +272,46 @@ static void test_scores(void)
     free(k);
 }
 
+/* The value sums walk the keys slot by slot: each slot's sums (left in acc) equal those of
+ * walking the keys in order, one fused multiply-add a key, bit for bit, for both orders,
+ * f32 and f16 values and several head sizes. */
+static void test_weighted_sum(void)
+{
+    enum { STRIDE = 3 * 128, KEYS = 70 };
+    float *v = malloc(sizeof(float) * KEYS * STRIDE), p[KEYS], out[128];
+    uint16_t *vh = malloc(sizeof(uint16_t) * KEYS * STRIDE);
+    float *acc = malloc(sizeof(float) * 32 * 128), *ref = malloc(sizeof(float) * 32 * 128);
+    const int64_t hds[] = {32, 64, 80, 128}, keys[] = {1, 7, 33, 70};
+    for (size_t hi = 0; hi < 4; hi++)
+        for (size_t ki = 0; ki < 4; ki++)
+            for (int vo = 0; vo < 2; vo++)
+                for (int f16 = 0; f16 < 2; f16++) {
+                    const int64_t hd = hds[hi], nk = keys[ki];
+                    const int slots = vo ? 32 : 8;
+                    fill(v, KEYS * STRIDE, 2.0f);
+                    for (int64_t i = 0; i < KEYS * STRIDE; i++) {
+                        vh[i] = wk_f32_to_f16(v[i]);
+                        if (f16) v[i] = wk_f16_to_f32(vh[i]);
+                    }
+                    for (int64_t t = 0; t < nk; t++) p[t] = 0.5f * (frand() + 1.0f);
+                    const void *vv = f16 ? (const void *)(vh + 64) : (const void *)(v + 64);
+                    wk_avx2_weighted_sum(out, p, vv, STRIDE, nk, hd, f16, vo, acc);
+                    for (int64_t i = 0; i < slots * hd; i++) ref[i] = 0.0f;
+                    for (int64_t t = 0; t < nk; t++)
+                        for (int64_t d = 0; d < hd; d++) {
+                            float *r = &ref[(t % slots) * hd + d];
+                            *r = fmaf(p[t], v[64 + t * STRIDE + d], *r);
+                        }
+                    CHECK_MSG(!memcmp(acc, ref, sizeof(float) * (size_t)(slots * hd)),
+                              "weighted sum hd %lld keys %lld order %s %s: slot sums differ", (long long)hd,
+                              (long long)nk, vo ? "vec" : "tile", f16 ? "f16" : "f32");
+                }
+    free(v);
+    free(vh);
+    free(acc);
+    free(ref);
+}
+
 int main(void)
 {
     if (wk_cpu_isa() < WK_ISA_AVX2) {
@@ -290,6 +331,7 @@ int main(void)
     test_matmul_type(e1, e2, WK_TYPE_Q6_K, "Q6_K");
     test_swiglu_rope(e1);
     test_scores();
+    test_weighted_sum();
     test_attention(e1);
     test_attention(e2);
     wk_engine_free(e1);

@@ -158,13 +158,21 @@ void wk_avx2_weighted_sum(float *out, const float *p, const void *v, int64_t v_s
                           int64_t hd, bool f16, bool vec_order, float *acc)
 {
     int slots = vec_order ? 32 : 8;
-    for (int64_t i = 0; i < (int64_t)slots * hd; i += 8) _mm256_storeu_ps(acc + i, _mm256_setzero_ps());
-    for (int64_t j = 0; j < n_keys; j++) {
-        float *a = acc + (j % slots) * hd;
-        __m256 pj = _mm256_set1_ps(p[j]);
-        for (int64_t d = 0; d < hd; d += 8)
-            _mm256_storeu_ps(a + d, _mm256_fmadd_ps(pj, wk_load_kv(v, j * v_stride + d, f16),
-                                                    _mm256_loadu_ps(a + d)));
+    /* Slot by slot (keys s, s + slots, ... in order: each slot's sums see the same fused
+     * multiply-adds as walking the keys in order), 64 dims at a time in registers. */
+    for (int64_t d0 = 0; d0 < hd; d0 += 64) {
+        const int nv = (int)((hd - d0 < 64 ? hd - d0 : 64) / 8);
+        for (int sl = 0; sl < slots; sl++) {
+            __m256 a[8];
+            for (int q = 0; q < 8; q++) a[q] = _mm256_setzero_ps();
+            for (int64_t j = sl; j < n_keys; j += slots) {
+                const __m256 pj = _mm256_set1_ps(p[j]);
+                for (int q = 0; q < 8; q++)
+                    if (q < nv) a[q] = _mm256_fmadd_ps(pj, wk_load_kv(v, j * v_stride + d0 + 8 * q, f16), a[q]);
+            }
+            for (int q = 0; q < 8; q++)
+                if (q < nv) _mm256_storeu_ps(acc + sl * hd + d0 + 8 * q, a[q]);
+        }
     }
     /* Lane l of accumulator r is slot 8r + l. */
 #define A(s) _mm256_loadu_ps(acc + (s) * hd + d)
