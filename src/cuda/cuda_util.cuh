@@ -87,6 +87,19 @@ __device__ __forceinline__ float rope_rotate(float v, float other, bool odd, flo
     return odd ? other * s + v * c : v * c - other * s;
 }
 
+/* The current GPU's SM count (1 when it cannot be asked), asked once per file that uses it. */
+static inline int wk_cuda_sm_count(void)
+{
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            sms = 1;
+    }
+    return sms;
+}
+
 /* A measuring switch from the environment: its value as a number, dflt when unset or
  * empty, 0 for a negative one. Callers read it once (a static). */
 static inline long wk_env_long(const char *name, long dflt)

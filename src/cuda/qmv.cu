@@ -320,6 +320,12 @@ __device__ __forceinline__ void cp_async4(void *dst, const void *src)
     unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(sa), "l"(src));
 }
+/* 16 bytes, bypassing L1 (both addresses on 16 bytes). */
+__device__ __forceinline__ void cp_async16(void *dst, const void *src)
+{
+    unsigned sa = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
+}
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
@@ -456,10 +462,7 @@ __device__ __forceinline__ bool stage_norm_weights(const params &p, float *norm_
 {
     const bool stage = p.inline_x && p.src == WK_QMV_RMSNORM && (uintptr_t)p.norm_w % 16 == 0;
     if (stage) {
-        for (int u = threadIdx.x; u < p.k / 4; u += blockDim.x) {
-            unsigned sa = (unsigned)__cvta_generic_to_shared(norm_ws + 4 * u);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(p.norm_w + 4 * u));
-        }
+        for (int u = threadIdx.x; u < p.k / 4; u += blockDim.x) cp_async16(norm_ws + 4 * u, p.norm_w + 4 * u);
         cp_commit();
     }
     return stage;
@@ -511,9 +514,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
             constexpr int VPR = CB / 16;
             for (int i = lane; i < 16 * VPR; i += 32) {
                 const int r = i / VPR, v = i - r * VPR;
-                const uint8_t *src = wr + (size_t)r * p.row_bytes + off + 16 * v;
-                unsigned sa = (unsigned)__cvta_generic_to_shared(d + r * PITCH + 16 * v);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
+                cp_async16(d + r * PITCH + 16 * v, wr + (size_t)r * p.row_bytes + off + 16 * v);
             }
         } else if (fast_rows && cb == CH) {
             for (int i = lane; i < 16 * WPR; i += 32) {
@@ -723,8 +724,7 @@ __global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
         const int hb = 2 * mh * xv.xpitch * 2, sb = mh * p.nseg * 4; /* this slice's rows */
         for (int u = threadIdx.x; u < (hb + sb) / 16; u += blockDim.x) {
             const char *src = u < hb / 16 ? (const char *)xv.xh + 16 * u : (const char *)xv.sums + (16 * u - hb);
-            unsigned sa = (unsigned)__cvta_generic_to_shared(xin + 16 * u);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(src));
+            cp_async16(xin + 16 * u, src);
         }
         cp_commit();
         cp_wait<0>();
@@ -884,18 +884,6 @@ template <class T, int NX, bool BIG, int MINB> wk_status launch_k(wk_cuda_ctx *c
     return launch_geom<qmv_kernel<T, NX, BIG, MINB>>(c, p, sms, nchunk, stage_bytes<G>(1), MINB);
 }
 
-int sm_count()
-{
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-            sms = 1;
-    }
-    return sms;
-}
-
 /* The register bound of a kernel, as blocks of 8 warps per SM (measured on the H200): 2
  * (128 registers a thread) for 5-8 input rows, whose two sets of accumulators spilled at
  * 80 registers, and for long rows of most formats; 3 (80 registers, more warps to hide
@@ -917,7 +905,7 @@ long big_choice()
 }
 template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 {
-    const int sms = sm_count();
+    const int sms = wk_cuda_sm_count();
     const int nblk = p.k / T::QK;
     int64_t groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
@@ -995,7 +983,7 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
  * 63.8 / 77.4. */
 template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 {
-    const int sms = sm_count(), nchunk = p.k / P::KC;
+    const int sms = wk_cuda_sm_count(), nchunk = p.k / P::KC;
     static const long slice = wk_env_long("WICK_CUDA_QMV_SLICE", 12); /* 8 or 16: those alone */
     if constexpr (wide_slices<P>())
         if (p.m >= least_rows_for_wide<P>() && slice != 8) {
@@ -1110,7 +1098,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
             using P = decltype(fmt);
             nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4 ? 2 : 1);
         });
-        const int sms = sm_count();
+        const int sms = wk_cuda_sm_count();
         const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
         p.inline_x = j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
     } else {

@@ -379,13 +379,7 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
     if (!wk_cuda_gemm_packed_supports(t, n, k) || m <= 0 || m > INT32_MAX / k)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA many-row packed matmul: a %s [%lld, %lld] weight on this GPU",
                        wk_traits(base) ? wk_traits(base)->name : "(unknown)", (long long)n, (long long)k);
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-            sms = 1;
-    }
+    const int sms = wk_cuda_sm_count();
     return wkp::with_format(base, [&](auto p) -> wk_status {
         using P = decltype(p);
         /* Tiles, measured on the H200 at 8192 x 4096 (bench/results/cuda-tiles-s18-h200.txt):
