@@ -496,6 +496,10 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
             asm volatile("prefetch.global.L1 [%0];" ::"l"(vc + j * kv_dim + kvh * HD + 32 * b));
         }
     }
+    /* Shares go into other blocks' shared memory only once those blocks have started: with
+     * the q/k/v stage its cluster barrier sees to it, else a barrier phase arrived at here
+     * and waited for before the first share. */
+    if (!QKV && sum.out) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     pdl_wait();
     pdl_release();
     WK_TRACE_MARK(1);
@@ -509,6 +513,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32)
         WK_TRACE_MARK(2);
         asm volatile("cp.async.wait_all;\n" ::);
         __syncthreads();
+        if (!QKV && sum.out) asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
         WK_TRACE_MARK(3);
         for (int i = threadIdx.x; i < n_out; i += blockDim.x) {
             const int sh = (int)((uintptr_t)(wo + (size_t)i * row_bytes + slice0) & 3);
