@@ -185,12 +185,36 @@ __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, _
     *reinterpret_cast<uint4 *>(img + (((q + 1) ^ (r & 7)) << 4)) = o[1];
 }
 
+/* The ring's geometry for chunks of `cps` packed chunks a stage. */
+#ifndef WICK_CUDA_WGMMA_ONE_CHUNK
+#define WICK_CUDA_WGMMA_ONE_CHUNK 0 /* 1: one chunk a stage, as before session 19 (measuring builds) */
+#endif
+constexpr bool stage_cps_override() { return WICK_CUDA_WGMMA_ONE_CHUNK != 0; }
+
+template <class P, int BN, int WGS> struct stage_geom {
+    static constexpr int GROUPS = 4 * WGS;
+    static constexpr int XC = BN * P::KC * 2; /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
+    static constexpr int sb(int cps) { return (cps * (XC + GROUPS * P::CB) + 1023) / 1024 * 1024; }
+    static constexpr int st(int cps)
+    {
+        return (SMEM_LIMIT - 1024) / sb(cps) < MAX_STAGES ? (SMEM_LIMIT - 1024) / sb(cps) : MAX_STAGES;
+    }
+    /* Chunks a stage: every stage costs its copies (one for x, one a row group) whatever
+     * their size, so the 64-element chunks go 4 or 2 to a stage while three stages fit
+     * (H200, 8192 x 4096, one chunk a stage: m = 64 took 29.7 us for every 64-element
+     * format, 18.1-19.7 for the 256-element K formats). */
+    static constexpr int CPS = P::KC >= 256 ? 1 : st(4) >= 3 ? 4 : st(2) >= 3 ? 2 : 1;
+};
+
 template <class P, int BN, int WGS> struct tile {
     static constexpr int BM = 64 * WGS, GROUPS = BM / 16, THREADS = 128 * WGS;
-    static constexpr int XB = BN * P::KC * 2;   /* x bytes of a stage: KC / 64 slabs of BN x 128 */
-    static constexpr int WB = GROUPS * P::CB;   /* weight bytes of a stage */
-    static constexpr int SB = (XB + WB + 1023) / 1024 * 1024;
-    static constexpr int ST = (SMEM_LIMIT - 1024) / SB < MAX_STAGES ? (SMEM_LIMIT - 1024) / SB : MAX_STAGES;
+    using G = stage_geom<P, BN, WGS>;
+    static constexpr int CPS = stage_cps_override() ? 1 : G::CPS; /* chunks a stage */
+    static constexpr int XC = G::XC;               /* x bytes of a chunk */
+    static constexpr int XB = CPS * XC;            /* x bytes of a stage */
+    static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage */
+    static constexpr int SB = G::sb(CPS);
+    static constexpr int ST = G::st(CPS);
     static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
@@ -206,27 +230,27 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = tile<P, BN, WGS>;
-    constexpr int ST = T::ST, SB = T::SB, XB = T::XB;
+    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, CPS = T::CPS;
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     const uint32_t sbase = smem_addr(smem);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int nchunk = k / P::KC, ngroups = n / 16;
+    const int nchunk = k / P::KC, ngroups = n / 16, nstage = (nchunk + CPS - 1) / CPS;
     const int g0 = (int)blockIdx.x * T::GROUPS, m0 = (int)blockIdx.y * BN;
     const int gw = g0 + warp; /* this warp's row group */
     const bool live = gw < ngroups;
 
     /* x's tile for this block (permute_x's image) and the block's live row groups. */
-    const uint8_t *ximg = reinterpret_cast<const uint8_t *>(xs) + (size_t)blockIdx.y * nchunk * XB;
+    const uint8_t *ximg = reinterpret_cast<const uint8_t *>(xs) + (size_t)blockIdx.y * nchunk * XC;
     const int glive = min(T::GROUPS, ngroups - g0);
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
 
     /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0). */
     if (glive < T::GROUPS && tid < T::THREADS)
-        for (int i = tid; i < ST * (T::GROUPS - glive) * P::CB / 16; i += T::THREADS) {
-            const int per = (T::GROUPS - glive) * P::CB / 16, b = i / per;
-            *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * P::CB + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
+        for (int i = tid; i < ST * (T::GROUPS - glive) * WC / 16; i += T::THREADS) {
+            const int per = (T::GROUPS - glive) * WC / 16, b = i / per;
+            *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * WC + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
         }
     if (tid == 0) {
         for (int b = 0; b < ST; b++) {
@@ -237,19 +261,20 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     }
     __syncthreads();
 
-    /* The producer warp's first lane: chunk c into buffer c % ST, once every consumer warp
-     * has let go of chunk c - ST (they do at the end of the chunk after it): x's piece in
-     * one copy, each live row group's chunk in one. */
+    /* The producer warp's first lane: stage s (chunks s CPS ..) into buffer s % ST, once
+     * every consumer warp has let go of stage s - ST (they do at the end of the stage
+     * after it): x's piece in one copy, each live row group's chunks in one (a row
+     * group's chunks lie one after another). */
     if (warp == 4 * WGS) {
         if (lane == 0)
-            for (int c = 0; c < nchunk; c++) {
-                const int b = c % ST;
-                if (c >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((c / ST - 1) & 1));
+            for (int sg = 0; sg < nstage; sg++) {
+                const int b = sg % ST, c0 = sg * CPS, cc = min(CPS, nchunk - c0);
+                if (sg >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
                 const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
-                mbar_expect(bar, (uint32_t)(XB + glive * P::CB));
-                bulk_copy(st, ximg + (size_t)c * XB, XB, bar);
+                mbar_expect(bar, (uint32_t)(cc * XC + glive * cc * P::CB));
+                bulk_copy(st, ximg + (size_t)c0 * XC, cc * XC, bar);
                 for (int gi = 0; gi < glive; gi++)
-                    bulk_copy(st + XB + gi * P::CB, w + ((size_t)(g0 + gi) * nchunk + c) * P::CB, P::CB, bar);
+                    bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
             }
         return;
     }
@@ -258,36 +283,39 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
 
-    for (int c = 0; c < nchunk; c++) {
-        const int b = c % ST;
-        mbar_wait(smem_addr(&full[b]), (uint32_t)((c / ST) & 1));
+    for (int sg = 0; sg < nstage; sg++) {
+        const int b = sg % ST, cc = min(CPS, nchunk - sg * CPS);
+        mbar_wait(smem_addr(&full[b]), (uint32_t)((sg / ST) & 1));
 
         const uint8_t *st = smem + b * SB;
-        typename P::frag f;
-        P::template load<wkp::from_shared>(st + XB + warp * P::CB, lane, f);
+#pragma unroll 1
+        for (int j = 0; j < cc; j++) {
+            typename P::frag f;
+            P::template load<wkp::from_shared>(st + XB + warp * WC + j * P::CB, lane, f);
 #pragma unroll
-        for (int s = 0; s < P::NS; s++) {
-            uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
-            P::step(f, s, a[0], a[1], a[2], a[3]);
-            const float2 d = P::scale(f, s / P::SG);
-            const __half2 d0 = __float2half2_rn(d.x), d1 = __float2half2_rn(d.y);
-            if constexpr (P::ADD) {
-                const float2 mn = P::add(f, s / P::SG);
-                const __half2 m0h = __float2half2_rn(mn.x), m1h = __float2half2_rn(mn.y);
-                a[0] = h2u(__hfma2(u2h(a[0]), d0, m0h)), a[2] = h2u(__hfma2(u2h(a[2]), d0, m0h));
-                a[1] = h2u(__hfma2(u2h(a[1]), d1, m1h)), a[3] = h2u(__hfma2(u2h(a[3]), d1, m1h));
-            } else {
-                a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
-                a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
+            for (int s = 0; s < P::NS; s++) {
+                uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
+                P::step(f, s, a[0], a[1], a[2], a[3]);
+                const float2 d = P::scale(f, s / P::SG);
+                const __half2 d0 = __float2half2_rn(d.x), d1 = __float2half2_rn(d.y);
+                if constexpr (P::ADD) {
+                    const float2 mn = P::add(f, s / P::SG);
+                    const __half2 m0h = __float2half2_rn(mn.x), m1h = __float2half2_rn(mn.y);
+                    a[0] = h2u(__hfma2(u2h(a[0]), d0, m0h)), a[2] = h2u(__hfma2(u2h(a[2]), d0, m0h));
+                    a[1] = h2u(__hfma2(u2h(a[1]), d1, m1h)), a[3] = h2u(__hfma2(u2h(a[3]), d1, m1h));
+                } else {
+                    a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
+                    a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
+                }
+                const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (s >> 2) * (BN * 128) + (s & 3) * 32);
+                wg_fence();
+                acc_t<BN>::mma(acc, a, desc_sw128(xa));
+                wg_commit();
+                wg_wait<3>();
             }
-            const uint32_t xa = sbase + (uint32_t)(b * SB + (s >> 2) * (BN * 128) + (s & 3) * 32);
-            wg_fence();
-            acc_t<BN>::mma(acc, a, desc_sw128(xa));
-            wg_commit();
-            wg_wait<3>();
         }
-        /* All but this chunk's last 3 steps are done: chunk c - 1's buffer is free. */
-        if (c > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(c - 1) % ST]));
+        /* All but this stage's last 3 steps are done: stage sg - 1's buffer is free. */
+        if (sg > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(sg - 1) % ST]));
     }
     wg_wait<0>();
 
