@@ -5,9 +5,9 @@
  * The product is D = W x^T, so the weight rows are wgmma's M and the input rows its N:
  * a warpgroup takes 64 weight rows (each warp the 16 rows of one packed row group, whose
  * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
- * of WGS warpgroups walks k one packed chunk (KC elements) at a time through a ring of ST
- * shared-memory stages, each holding the chunk's weight bytes for the block's row groups
- * and the BN x KC piece of x. One more warp only feeds the ring: its first lane has the
+ * of WGS warpgroups walks k through a ring of ST shared-memory stages of CPS packed chunks
+ * (KC elements each; 4 or 2 of the 64-element chunks, one of 256), each holding those
+ * chunks' weight bytes for the block's row groups and the BN x CPS KC piece of x. One more warp only feeds the ring: its first lane has the
  * copy engine (cp.async.bulk) bring each stage in a few whole copies, counted on the
  * stage's "full" mbarrier, as soon as every consumer warp has signalled "empty" on it;
  * the consumers never wait for one another. x is converted to f16 first (permute_x),
@@ -16,7 +16,7 @@
  * positions 2t, 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without
  * bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair
  * with the block's scale and minimum (the f16 rounding of the dequantized weight, as the
- * f16 form has), then wgmma; up to 4 steps stay in flight.
+ * f16 form has), then wgmma; up to 6 steps (8 for the K formats) stay in flight.
  *
  * Precision is the f16 form's (x and the dequantized weights rounded to f16, f32 sums),
  * what the dequantize + cuBLAS path it replaces had, without writing and reading the f16
@@ -218,6 +218,8 @@ template <class P, int BN, int WGS> struct tile {
     static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
+    /* wgmma steps in flight: up to `most`, no more than a stage has. */
+    __host__ __device__ static constexpr int inflight(int most) { return most < CPS * P::NS ? most : CPS * P::NS; }
     /* The grid: blocks of GROUPS row groups (x), tiles of BN input rows (y). */
     static int64_t grid_x(int64_t n) { return (n / 16 + GROUPS - 1) / GROUPS; }
     static int64_t grid_y(int64_t m) { return (m + BN - 1) / BN; }
@@ -231,6 +233,10 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = tile<P, BN, WGS>;
     constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, CPS = T::CPS;
+    /* wgmma steps in flight (H200, 8192 x 4096, against 4: 6 for the 64-element chunks,
+     * Q4_0 m = 64 17.7 -> 16.7 us, 256 32.5 -> 31.4, 8 no faster there; 8 for the K
+     * formats, Q6_K m = 256 49.7 -> 49.0, Q4_K m = 64 17.3 -> 16.7). */
+    constexpr int DEPTH = T::inflight(P::KC >= 256 ? 8 : 6);
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     const uint32_t sbase = smem_addr(smem);
@@ -311,10 +317,12 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
                 wg_fence();
                 acc_t<BN>::mma(acc, a, desc_sw128(xa));
                 wg_commit();
-                wg_wait<3>();
+                wg_wait<DEPTH - 1>();
             }
         }
-        /* All but this stage's last 3 steps are done: stage sg - 1's buffer is free. */
+        /* All but this stage's last DEPTH - 1 steps are done, and every stage but the last
+         * has more steps than that: stage sg - 1's buffer is free (the last stage's release
+         * frees a buffer nothing fills any more). */
         if (sg > 0 && lane == 0) mbar_arrive(smem_addr(&empty[(sg - 1) % ST]));
     }
     wg_wait<0>();
