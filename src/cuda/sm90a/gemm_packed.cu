@@ -185,7 +185,8 @@ __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, _
     *reinterpret_cast<uint4 *>(img + (((q + 1) ^ (r & 7)) << 4)) = o[1];
 }
 
-/* The ring's geometry for chunks of `cps` packed chunks a stage. */
+/* The ring's geometry for stages of `cps` packed chunks, or of a `xp`-th of one chunk's x
+ * (with the whole chunk's weights). */
 #ifndef WICK_CUDA_WGMMA_ONE_CHUNK
 #define WICK_CUDA_WGMMA_ONE_CHUNK 0 /* 1: one chunk a stage, as before session 19 (measuring builds) */
 #endif
@@ -194,32 +195,39 @@ constexpr bool stage_cps_override() { return WICK_CUDA_WGMMA_ONE_CHUNK != 0; }
 template <class P, int BN, int WGS> struct stage_geom {
     static constexpr int GROUPS = 4 * WGS;
     static constexpr int XC = BN * P::KC * 2; /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
-    static constexpr int sb(int cps) { return (cps * (XC + GROUPS * P::CB) + 1023) / 1024 * 1024; }
-    static constexpr int st(int cps)
+    static constexpr int sb(int cps, int xp) { return (cps * (XC / xp + GROUPS * P::CB) + 1023) / 1024 * 1024; }
+    static constexpr int st(int cps, int xp)
     {
-        return (SMEM_LIMIT - 1024) / sb(cps) < MAX_STAGES ? (SMEM_LIMIT - 1024) / sb(cps) : MAX_STAGES;
+        return (SMEM_LIMIT - 1024) / sb(cps, xp) < MAX_STAGES ? (SMEM_LIMIT - 1024) / sb(cps, xp) : MAX_STAGES;
     }
     /* Chunks a stage: every stage costs its copies (one for x, one a row group) whatever
      * their size, so the 64-element chunks go 4 or 2 to a stage while three stages fit
      * (H200, 8192 x 4096, one chunk a stage: m = 64 took 29.7 us for every 64-element
      * format, 18.1-19.7 for the 256-element K formats). */
-    static constexpr int CPS = P::KC >= 256 ? 1 : st(4) >= 3 ? 4 : st(2) >= 3 ? 2 : 1;
+    static constexpr int CPS = P::KC >= 256 ? 1 : st(4, 1) >= 3 ? 4 : st(2, 1) >= 3 ? 2 : 1;
+    /* Pieces of a chunk's x a stage takes: a K format's chunk of 256 elements at 256 input
+     * rows is 128 KiB of x, one stage; halves or quarters give three (each stage also holds
+     * the chunk's weights, copied again: they are a small part of its bytes). */
+    static constexpr int XP = st(1, 1) >= 3 ? 1 : st(1, 2) >= 3 ? 2 : 4;
 };
 
 template <class P, int BN, int WGS> struct tile {
     static constexpr int BM = 64 * WGS, GROUPS = BM / 16, THREADS = 128 * WGS;
     using G = stage_geom<P, BN, WGS>;
     static constexpr int CPS = stage_cps_override() ? 1 : G::CPS; /* chunks a stage */
+    static constexpr int XP = CPS == 1 ? G::XP : 1;                /* a chunk's stages */
     static constexpr int XC = G::XC;               /* x bytes of a chunk */
-    static constexpr int XB = CPS * XC;            /* x bytes of a stage */
+    static constexpr int XB = CPS * XC / XP;       /* x bytes of a stage */
     static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage */
-    static constexpr int SB = G::sb(CPS);
-    static constexpr int ST = G::st(CPS);
+    static constexpr int SPS = CPS * P::NS / XP;   /* steps a stage */
+    static constexpr int SB = G::sb(CPS, XP);
+    static constexpr int ST = G::st(CPS, XP);
     static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
+    static_assert(P::NS % (4 * XP) == 0, "a piece of a chunk's x is whole slabs of 64 elements");
     /* wgmma steps in flight: up to `most`, no more than a stage has. */
-    __host__ __device__ static constexpr int inflight(int most) { return most < CPS * P::NS ? most : CPS * P::NS; }
+    __host__ __device__ static constexpr int inflight(int most) { return most < SPS ? most : SPS; }
     /* The grid: blocks of GROUPS row groups (x), tiles of BN input rows (y). */
     static int64_t grid_x(int64_t n) { return (n / 16 + GROUPS - 1) / GROUPS; }
     static int64_t grid_y(int64_t m) { return (m + BN - 1) / BN; }
@@ -232,7 +240,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = tile<P, BN, WGS>;
-    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, CPS = T::CPS;
+    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, CPS = T::CPS, XP = T::XP;
     /* wgmma steps in flight (H200, 8192 x 4096, against 4: 6 for the 64-element chunks,
      * Q4_0 m = 64 17.7 -> 16.7 us, 256 32.5 -> 31.4, 8 no faster there; 8 for the K
      * formats, Q6_K m = 256 49.7 -> 49.0, Q4_K m = 64 17.3 -> 16.7). */
@@ -242,7 +250,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     const uint32_t sbase = smem_addr(smem);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int nchunk = k / P::KC, ngroups = n / 16, nstage = (nchunk + CPS - 1) / CPS;
+    const int nchunk = k / P::KC, ngroups = n / 16, nstage = XP > 1 ? nchunk * XP : (nchunk + CPS - 1) / CPS;
     const int g0 = (int)blockIdx.x * T::GROUPS, m0 = (int)blockIdx.y * BN;
     const int gw = g0 + warp; /* this warp's row group */
     const bool live = gw < ngroups;
@@ -267,18 +275,18 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     }
     __syncthreads();
 
-    /* The producer warp's first lane: stage s (chunks s CPS ..) into buffer s % ST, once
-     * every consumer warp has let go of stage s - ST (they do at the end of the stage
-     * after it): x's piece in one copy, each live row group's chunks in one (a row
-     * group's chunks lie one after another). */
+    /* The producer warp's first lane: stage s (chunks s CPS .., or piece s % XP of chunk
+     * s / XP) into buffer s % ST, once every consumer warp has let go of stage s - ST (they
+     * do at the end of the stage after it): x's piece in one copy, each live row group's
+     * chunks in one (a row group's chunks lie one after another). */
     if (warp == 4 * WGS) {
         if (lane == 0)
             for (int sg = 0; sg < nstage; sg++) {
-                const int b = sg % ST, c0 = sg * CPS, cc = min(CPS, nchunk - c0);
+                const int b = sg % ST, c0 = XP > 1 ? sg / XP : sg * CPS, cc = min(CPS, nchunk - c0);
                 if (sg >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
                 const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
-                mbar_expect(bar, (uint32_t)(cc * XC + glive * cc * P::CB));
-                bulk_copy(st, ximg + (size_t)c0 * XC, cc * XC, bar);
+                mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
+                bulk_copy(st, ximg + (size_t)c0 * XC + (size_t)(sg % XP) * (XC / XP), cc * XC / XP, bar);
                 for (int gi = 0; gi < glive; gi++)
                     bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
             }
@@ -290,7 +298,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
 
     for (int sg = 0; sg < nstage; sg++) {
-        const int b = sg % ST, cc = min(CPS, nchunk - sg * CPS);
+        const int b = sg % ST, cc = XP > 1 ? 1 : min(CPS, nchunk - sg * CPS), piece = sg % XP;
         mbar_wait(smem_addr(&full[b]), (uint32_t)((sg / ST) & 1));
 
         const uint8_t *st = smem + b * SB;
@@ -300,6 +308,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
             P::template load<wkp::from_shared>(st + XB + warp * WC + j * P::CB, lane, f);
 #pragma unroll
             for (int s = 0; s < P::NS; s++) {
+                if (XP > 1 && s / (P::NS / XP) != piece) continue; /* another stage's steps */
                 uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
                 P::step(f, s, a[0], a[1], a[2], a[3]);
                 const float2 d = P::scale(f, s / P::SG);
@@ -313,7 +322,8 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
                     a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
                     a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
                 }
-                const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (s >> 2) * (BN * 128) + (s & 3) * 32);
+                const int sp = s % (P::NS / XP); /* the step within the stage's piece of x */
+                const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (sp >> 2) * (BN * 128) + (s & 3) * 32);
                 wg_fence();
                 acc_t<BN>::mma(acc, a, desc_sw128(xa));
                 wg_commit();
@@ -386,6 +396,11 @@ template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w,
 /* Whether tiles T over n weight rows and m input rows give enough blocks to keep most of
  * the GPU's SMs busy (else the 64-row tile, with more blocks, is taken). */
 template <class T> bool fills_gpu(int64_t n, int64_t m) { return T::grid_x(n) * T::grid_y(m) >= 100; }
+/* Waves of blocks (one an SM) that tiles T take over n weight rows and m input rows. */
+template <class T> double waves(int64_t n, int64_t m, int sms)
+{
+    return (double)((T::grid_x(n) * T::grid_y(m) + sms - 1) / sms);
+}
 
 /* Whether this GPU runs the sm_90a kernels (a cubin for compute capability 9.0 only). */
 bool device_runs_sm90a()
@@ -418,27 +433,36 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
     const int sms = wk_cuda_sm_count();
     return wkp::with_format(base, [&](auto p) -> wk_status {
         using P = decltype(p);
-        /* Tiles, measured on the H200 at 8192 x 4096 (bench/results/cuda-tiles-s18-h200.txt):
-         * 64 input rows up to 64 rows; then the 32-element formats 128 up to 128 rows, else
-         * 256 (one warpgroup: 4-8 wide steps a scale); Q4_K 128 (three stages of 256
-         * elements fill the shared memory); Q6_K, whose chunks are larger, 64 or 96 with two
-         * warpgroups, whichever takes fewer waves of blocks (one an SM) at 1.22 times the
-         * time a wave for 96 (8192 x 4096: m = 139 30.5 against 49.1 us, 512 88.9 against
-         * 95.5; m = 128 26.2 against 30.8, 256 49.3 against 57.7). A wide tile that would
-         * leave most of the GPU idle (small n) takes 64. WICK_CUDA_WGMMA_WIDE=0: the choice
-         * before session 18 (256; 64 with two warpgroups for Q4_K and Q6_K). */
+        /* Tiles, measured on the H200 at 8192 x 4096 (bench/results/cuda-tiles-s18-h200.txt,
+         * cuda-k256-s19-h200.txt): 64 input rows up to 64 rows; then the 32-element formats
+         * 128 up to 128 rows, else 256 (one warpgroup: 4-8 wide steps a scale); the K
+         * formats, whose chunks are larger, the tile that takes the fewest waves of blocks
+         * (one an SM) weighted by a wave's time: Q4_K 128 (1) or 256 (1.9, stages of half a
+         * chunk's x); Q6_K 64 (1) or 96 (1.22) with two warpgroups, or 256 (1.87, stages of
+         * a quarter). So at m = 256: Q4_K 256 37.1 against 128 38.9 us, Q6_K 256 45.9 against
+         * 64 49.2; m = 139: Q6_K 96 30.6 against 256 48.4. A wide tile that would leave most
+         * of the GPU idle (small n) takes 64. WICK_CUDA_WGMMA_WIDE=0: the choice before
+         * session 18 (256; 64 with two warpgroups for Q4_K and Q6_K). */
         static const long wide_v = wk_env_long("WICK_CUDA_WGMMA_WIDE", 1);
         const bool before = wide_v == 0;
         if constexpr (std::is_same<P, wkp::q6_K>::value) {
+            using T64 = tile<P, 64, 2>;
             using T96 = tile<P, 96, 2>;
-            const int64_t w64 = (tile<P, 64, 2>::grid_x(n) * tile<P, 64, 2>::grid_y(m) + sms - 1) / sms;
-            const int64_t w96 = (T96::grid_x(n) * T96::grid_y(m) + sms - 1) / sms;
-            if (!before && m > 64 && fills_gpu<T96>(n, m) && 1.22 * (double)w96 < (double)w64)
+            using T256 = tile<P, 256, 1>;
+            const double w64 = waves<T64>(n, m, sms), w96 = 1.22 * waves<T96>(n, m, sms),
+                         w256 = 1.87 * waves<T256>(n, m, sms);
+            if (!before && m > 128 && fills_gpu<T256>(n, m) && w256 < w64 && w256 < w96)
+                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            if (!before && m > 64 && fills_gpu<T96>(n, m) && w96 < w64)
                 return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
-            if (m > 64 && fills_gpu<tile<P, 64, 2>>(n, m))
+            if (m > 64 && fills_gpu<T64>(n, m))
                 return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
         } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
-            if (!before && m > 64 && fills_gpu<tile<P, 128, 1>>(n, m))
+            using T128 = tile<P, 128, 1>;
+            using T256 = tile<P, 256, 1>;
+            if (!before && m > 128 && fills_gpu<T256>(n, m) && 1.9 * waves<T256>(n, m, sms) < waves<T128>(n, m, sms))
+                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            if (!before && m > 64 && fills_gpu<T128>(n, m))
                 return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
             if (m > 64 && fills_gpu<tile<P, 64, 2>>(n, m))
                 return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
