@@ -166,23 +166,30 @@ static void test_rejections(wk_engine *e)
     free(src);
 }
 
+/* The quantized form of a fresh random weight of type t [n, k], its float64 values in
+ * *wref (the caller frees both); NULL, with the failure checked, if either could not be
+ * made. */
+static wk_qmatmul *fresh_quantized(wk_engine *e, wk_type t, int64_t n, int64_t k, double **wref)
+{
+    *wref = malloc(sizeof(double) * (size_t)(n * k));
+    wk_qtensor *w = *wref ? make_weight(t, n, k, *wref) : NULL;
+    wk_qmatmul *mm = NULL;
+    CHECK(w != NULL);
+    if (w) CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
+    if (!mm) wk_qtensor_free(w);
+    return mm;
+}
+
 /* A weight the size of the default model's output head (30 MB as Q8_0), used right
  * after its upload: every row of the first product checked (the last rows of a large
  * upload could be read before they reached the device). */
 static void test_large_upload(wk_engine *e)
 {
     const int64_t n = 49152, k = 576;
-    double *wref = malloc(sizeof(double) * (size_t)(n * k));
-    wk_qtensor *w = wref ? make_weight(WK_TYPE_Q8_0, n, k, wref) : NULL;
-    wk_qmatmul *mm = NULL;
-    CHECK(w != NULL);
-    if (w) CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
-    if (mm) {
-        run_case(e, mm, wref, n, k, 1, WK_TYPE_F32, 2e-5, "q8_0 49152 x 576 just uploaded");
-        wk_qmatmul_free(mm);
-    } else {
-        wk_qtensor_free(w);
-    }
+    double *wref = NULL;
+    wk_qmatmul *mm = fresh_quantized(e, WK_TYPE_Q8_0, n, k, &wref);
+    if (mm) run_case(e, mm, wref, n, k, 1, WK_TYPE_F32, 2e-5, "q8_0 49152 x 576 just uploaded");
+    wk_qmatmul_free(mm);
     free(wref);
 }
 
@@ -195,11 +202,8 @@ static void test_large_upload(wk_engine *e)
 static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t k)
 {
     const int64_t n = 6400, rows[] = {100, 139, 256};
-    double *wref = malloc(sizeof(double) * (size_t)(n * k));
-    wk_qtensor *w = wref ? make_weight(t, n, k, wref) : NULL;
-    wk_qmatmul *mm = NULL;
-    CHECK(w != NULL);
-    if (w) CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
+    double *wref = NULL;
+    wk_qmatmul *mm = fresh_quantized(e, t, n, k, &wref);
     if (mm) {
         char label[64];
         snprintf(label, sizeof label, "%s %lld x %lld wide tiles", wk_type_name(t), (long long)n, (long long)k);
@@ -209,10 +213,8 @@ static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t k)
             if (w1 > worst) worst = w1;
         }
         printf("%-28s: worst relative error %.3g\n", label, worst);
-        wk_qmatmul_free(mm);
-    } else {
-        wk_qtensor_free(w);
     }
+    wk_qmatmul_free(mm);
     free(wref);
 }
 static void test_wide_tiles(wk_engine *e)

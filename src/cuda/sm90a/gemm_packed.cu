@@ -6,11 +6,12 @@
  * a warpgroup takes 64 weight rows (each warp the 16 rows of one packed row group, whose
  * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
  * of WGS warpgroups walks k through a ring of ST shared-memory stages of CPS packed chunks
- * (KC elements each; 4 or 2 of the 64-element chunks, one of 256), each holding those
- * chunks' weight bytes for the block's row groups and the BN x CPS KC piece of x. One more warp only feeds the ring: its first lane has the
- * copy engine (cp.async.bulk) bring each stage in a few whole copies, counted on the
- * stage's "full" mbarrier, as soon as every consumer warp has signalled "empty" on it;
- * the consumers never wait for one another. x is converted to f16 first (permute_x),
+ * (KC elements each; 4 or 2 of the 64-element chunks, one of 256, or at 256 input rows a
+ * part of one K chunk's x), each holding those chunks' weight bytes for the block's row
+ * groups and the matching BN-row piece of x. One more warp only feeds the ring: its first
+ * lane has the copy engine (cp.async.bulk) bring each stage in a few whole copies,
+ * counted on the stage's "full" mbarrier, as soon as every consumer warp has signalled
+ * "empty" on it; the consumers never wait for one another. x is converted to f16 first (permute_x),
  * written in the very image of the stages: each 16 elements in the k order the packed
  * fragments use (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at
  * positions 2t, 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without
@@ -187,11 +188,6 @@ __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, _
 
 /* The ring's geometry for stages of `cps` packed chunks, or of a `xp`-th of one chunk's x
  * (with the whole chunk's weights). */
-#ifndef WICK_CUDA_WGMMA_ONE_CHUNK
-#define WICK_CUDA_WGMMA_ONE_CHUNK 0 /* 1: one chunk a stage, as before session 19 (measuring builds) */
-#endif
-constexpr bool stage_cps_override() { return WICK_CUDA_WGMMA_ONE_CHUNK != 0; }
-
 template <class P, int BN, int WGS> struct stage_geom {
     static constexpr int GROUPS = 4 * WGS;
     static constexpr int XC = BN * P::KC * 2; /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
@@ -214,8 +210,8 @@ template <class P, int BN, int WGS> struct stage_geom {
 template <class P, int BN, int WGS> struct tile {
     static constexpr int BM = 64 * WGS, GROUPS = BM / 16, THREADS = 128 * WGS;
     using G = stage_geom<P, BN, WGS>;
-    static constexpr int CPS = stage_cps_override() ? 1 : G::CPS; /* chunks a stage */
-    static constexpr int XP = CPS == 1 ? G::XP : 1;                /* a chunk's stages */
+    static constexpr int CPS = G::CPS;                /* chunks a stage */
+    static constexpr int XP = CPS == 1 ? G::XP : 1;   /* stages a chunk */
     static constexpr int XC = G::XC;               /* x bytes of a chunk */
     static constexpr int XB = CPS * XC / XP;       /* x bytes of a stage */
     static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage */
@@ -228,6 +224,15 @@ template <class P, int BN, int WGS> struct tile {
     static_assert(P::NS % (4 * XP) == 0, "a piece of a chunk's x is whole slabs of 64 elements");
     /* wgmma steps in flight: up to `most`, no more than a stage has. */
     __host__ __device__ static constexpr int inflight(int most) { return most < SPS ? most : SPS; }
+    /* Stages over k, and stage sg's first chunk c0, its chunks cc and which piece of their
+     * x it holds (producer and consumers alike). */
+    __device__ static int stages(int nchunk) { return (nchunk + CPS - 1) / CPS * XP; }
+    __device__ static void stage_chunks(int sg, int nchunk, int &c0, int &cc, int &piece)
+    {
+        c0 = sg / XP * CPS;
+        cc = XP > 1 ? 1 : min(CPS, nchunk - c0); /* a constant where a stage is part of a chunk */
+        piece = sg % XP;
+    }
     /* The grid: blocks of GROUPS row groups (x), tiles of BN input rows (y). */
     static int64_t grid_x(int64_t n) { return (n / 16 + GROUPS - 1) / GROUPS; }
     static int64_t grid_y(int64_t m) { return (m + BN - 1) / BN; }
@@ -240,7 +245,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = tile<P, BN, WGS>;
-    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, CPS = T::CPS, XP = T::XP;
+    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, XP = T::XP;
     /* wgmma steps in flight (H200, 8192 x 4096, against 4: 6 for the 64-element chunks,
      * Q4_0 m = 64 17.7 -> 16.7 us, 256 32.5 -> 31.4, 8 no faster there; 8 for the K
      * formats, Q6_K m = 256 49.7 -> 49.0, Q4_K m = 64 17.3 -> 16.7). */
@@ -250,7 +255,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     const uint32_t sbase = smem_addr(smem);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int nchunk = k / P::KC, ngroups = n / 16, nstage = XP > 1 ? nchunk * XP : (nchunk + CPS - 1) / CPS;
+    const int nchunk = k / P::KC, ngroups = n / 16, nstage = T::stages(nchunk);
     const int g0 = (int)blockIdx.x * T::GROUPS, m0 = (int)blockIdx.y * BN;
     const int gw = g0 + warp; /* this warp's row group */
     const bool live = gw < ngroups;
@@ -282,11 +287,13 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     if (warp == 4 * WGS) {
         if (lane == 0)
             for (int sg = 0; sg < nstage; sg++) {
-                const int b = sg % ST, c0 = XP > 1 ? sg / XP : sg * CPS, cc = min(CPS, nchunk - c0);
+                const int b = sg % ST;
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
                 if (sg >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
                 const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
                 mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
-                bulk_copy(st, ximg + (size_t)c0 * XC + (size_t)(sg % XP) * (XC / XP), cc * XC / XP, bar);
+                bulk_copy(st, ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP), cc * XC / XP, bar);
                 for (int gi = 0; gi < glive; gi++)
                     bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
             }
@@ -298,7 +305,9 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
 
     for (int sg = 0; sg < nstage; sg++) {
-        const int b = sg % ST, cc = XP > 1 ? 1 : min(CPS, nchunk - sg * CPS), piece = sg % XP;
+        const int b = sg % ST;
+        int c0, cc, piece;
+        T::stage_chunks(sg, nchunk, c0, cc, piece);
         mbar_wait(smem_addr(&full[b]), (uint32_t)((sg / ST) & 1));
 
         const uint8_t *st = smem + b * SB;
