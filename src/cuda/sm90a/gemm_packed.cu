@@ -124,6 +124,42 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4
                  : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48)
                  : WK_A_DESC);
 }
+__device__ __forceinline__ void wgmma_n160(float (&d)[80], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
+                 WK_R16_0 ", "
+                 WK_R16_16 ", "
+                 WK_R16_32 ", "
+                 WK_R16_48 ", "
+                 WK_R16_64 "}, {%80, %81, %82, %83}, %84, 1, 1, 1, 0;"
+                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64)
+                 : WK_A_DESC);
+}
+__device__ __forceinline__ void wgmma_n192(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {"
+                 WK_R16_0 ", "
+                 WK_R16_16 ", "
+                 WK_R16_32 ", "
+                 WK_R16_48 ", "
+                 WK_R16_64 ", "
+                 WK_R16_80 "}, {%96, %97, %98, %99}, %100, 1, 1, 1, 0;"
+                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80)
+                 : WK_A_DESC);
+}
+__device__ __forceinline__ void wgmma_n224(float (&d)[112], const uint32_t (&a)[4], uint64_t desc)
+{
+    asm volatile("wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 {"
+                 WK_R16_0 ", "
+                 WK_R16_16 ", "
+                 WK_R16_32 ", "
+                 WK_R16_48 ", "
+                 WK_R16_64 ", "
+                 WK_R16_80 ", "
+                 WK_R16_96 "}, {%112, %113, %114, %115}, %116, 1, 1, 1, 0;"
+                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80), WK_D16(96)
+                 : WK_A_DESC);
+}
 __device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
@@ -149,6 +185,15 @@ template <> struct acc_t<96> {
 template <> struct acc_t<128> {
     static __device__ __forceinline__ void mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) { wgmma_n128(d, a, desc); }
 };
+template <> struct acc_t<160> {
+    static __device__ __forceinline__ void mma(float (&d)[80], const uint32_t (&a)[4], uint64_t desc) { wgmma_n160(d, a, desc); }
+};
+template <> struct acc_t<192> {
+    static __device__ __forceinline__ void mma(float (&d)[96], const uint32_t (&a)[4], uint64_t desc) { wgmma_n192(d, a, desc); }
+};
+template <> struct acc_t<224> {
+    static __device__ __forceinline__ void mma(float (&d)[112], const uint32_t (&a)[4], uint64_t desc) { wgmma_n224(d, a, desc); }
+};
 template <> struct acc_t<256> {
     static __device__ __forceinline__ void mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) { wgmma_n256(d, a, desc); }
 };
@@ -162,6 +207,10 @@ template <> struct acc_t<256> {
 template <int BN, class T>
 __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, __half *__restrict__ xs)
 {
+    /* Launched for programmatic dependent launch: x is written, and the image read, by the
+     * kernels before; the product kernel may start its prologue at once. */
+    pdl_wait();
+    pdl_release();
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= segs) return;
     const int segs_row = k / 16;
@@ -285,20 +334,40 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
      * do at the end of the stage after it): x's piece in one copy, each live row group's
      * chunks in one (a row group's chunks lie one after another). */
     if (warp == 4 * WGS) {
-        if (lane == 0)
-            for (int sg = 0; sg < nstage; sg++) {
+        if (lane == 0) {
+            /* The first ST stages' weights go out before the wait for x's conversion
+             * (nothing before this kernel writes weights), their x after it. */
+            const int first = min(ST, nstage);
+            for (int sg = 0; sg < first; sg++) {
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
+                const uint32_t st = sbase + (uint32_t)(sg * SB), bar = smem_addr(&full[sg]);
+                mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
+                for (int gi = 0; gi < glive; gi++)
+                    bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
+            }
+            pdl_wait();
+            for (int sg = 0; sg < first; sg++) {
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
+                bulk_copy(sbase + (uint32_t)(sg * SB), ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP), cc * XC / XP,
+                          smem_addr(&full[sg]));
+            }
+            for (int sg = first; sg < nstage; sg++) {
                 const int b = sg % ST;
                 int c0, cc, piece;
                 T::stage_chunks(sg, nchunk, c0, cc, piece);
-                if (sg >= ST) mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
+                mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
                 const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
                 mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
                 bulk_copy(st, ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP), cc * XC / XP, bar);
                 for (int gi = 0; gi < glive; gi++)
                     bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
             }
+        }
         return;
     }
+    pdl_wait(); /* y may be read by the kernels before x's conversion */
 
     float acc[BN / 2];
 #pragma unroll
@@ -379,9 +448,8 @@ template <class P, int BN, int WGS> wk_status launch(wk_cuda_ctx *c, const void 
         ready = true;
     }
     const dim3 grid((unsigned)T::grid_x(n), (unsigned)T::grid_y(m));
-    gemm_packed_kernel<P, BN, WGS><<<grid, T::THREADS + 32, T::SMEM, c->stream>>>(
-        (const uint8_t *)w, xs, (int)m, (int)n, (int)k, y);
-    return wk_cuda_check_launch("the many-row packed matmul kernel");
+    return wk_launch_pdl("the many-row packed matmul kernel", gemm_packed_kernel<P, BN, WGS>, grid,
+                         dim3(T::THREADS + 32), T::SMEM, c->stream, (const uint8_t *)w, xs, (int)m, (int)n, (int)k, y);
 }
 
 /* x into the stage image for tiles of BN rows (scratch), then the kernel. */
@@ -394,10 +462,11 @@ template <class P, int BN, int WGS> wk_status run(wk_cuda_ctx *c, const void *w,
     __half *xs = (__half *)c->scratch;
     const unsigned blocks = (unsigned)((segs + 255) / 256);
     if (xtype == WK_TYPE_F16)
-        permute_x<BN><<<blocks, 256, 0, c->stream>>>((const __half *)x, (int)m, (int)k, segs, xs);
+        st = wk_launch_pdl("the many-row packed matmul's input conversion", permute_x<BN, __half>, dim3(blocks),
+                           dim3(256), 0, c->stream, (const __half *)x, (int)m, (int)k, segs, xs);
     else
-        permute_x<BN><<<blocks, 256, 0, c->stream>>>((const float *)x, (int)m, (int)k, segs, xs);
-    st = wk_cuda_check_launch("the many-row packed matmul's input conversion");
+        st = wk_launch_pdl("the many-row packed matmul's input conversion", permute_x<BN, float>, dim3(blocks),
+                           dim3(256), 0, c->stream, (const float *)x, (int)m, (int)k, segs, xs);
     if (st) return st;
     return launch<P, BN, WGS>(c, w, n, k, xs, m, y);
 }
@@ -410,6 +479,19 @@ template <class T> double waves(int64_t n, int64_t m, int sms)
 {
     return (double)((T::grid_x(n) * T::grid_y(m) + sms - 1) / sms);
 }
+
+/* The least time over the tiles considered: a tile's time a wave of its blocks times its
+ * waves over n weight rows and m input rows, among the tiles that fill the GPU. */
+struct tile_pick {
+    int id = 0;
+    double cost = 0;
+    template <class T> void consider(int tile_id, double wave_us, int64_t n, int64_t m, int sms)
+    {
+        if (!fills_gpu<T>(n, m)) return;
+        const double t = wave_us * waves<T>(n, m, sms);
+        if (id == 0 || t < cost) id = tile_id, cost = t;
+    }
+};
 
 /* Whether this GPU runs the sm_90a kernels (a cubin for compute capability 9.0 only). */
 bool device_runs_sm90a()
@@ -442,45 +524,53 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
     const int sms = wk_cuda_sm_count();
     return wkp::with_format(base, [&](auto p) -> wk_status {
         using P = decltype(p);
-        /* Tiles, measured on the H200 at 8192 x 4096 (bench/results/cuda-tiles-s18-h200.txt,
-         * cuda-k256-s19-h200.txt): 64 input rows up to 64 rows; then the 32-element formats
-         * 128 up to 128 rows, else 256 (one warpgroup: 4-8 wide steps a scale); the K
-         * formats, whose chunks are larger, the tile that takes the fewest waves of blocks
-         * (one an SM) weighted by a wave's time: Q4_K 128 (1) or 256 (1.9, stages of half a
-         * chunk's x); Q6_K 64 (1) or 96 (1.22) with two warpgroups, or 256 (1.87, stages of
-         * a quarter). So at m = 256: Q4_K 256 37.1 against 128 38.9 us, Q6_K 256 45.9 against
-         * 64 49.2; m = 139: Q6_K 96 30.6 against 256 48.4. A wide tile that would leave most
-         * of the GPU idle (small n) takes 64. WICK_CUDA_WGMMA_WIDE=0: the choice before
-         * session 18 (256; 64 with two warpgroups for Q4_K and Q6_K). */
+        /* The tile whose waves of blocks (one an SM) take the least time, from each tile's
+         * time a wave on the H200 (8192 x 4096, one wave = 128 blocks, us; PDL launches;
+         * bench/results/cuda-tiles-s20-h200.txt): one warpgroup of 64 weight rows x BN input
+         * rows; Q6_K also 128 weight rows (two warpgroups) x 64 or 96. So a tile is as wide
+         * as the rows need: m = 139, Q4_0 33.5 us at 256 rows a tile, 24.6 at 160. Tiles
+         * that would leave most of the GPU idle (small n) are not taken; if none is left,
+         * 64 x 64. WICK_CUDA_WGMMA_WIDE=0: the choice before session 18 (256 input rows, Q4_K
+         * and Q6_K 64 with two warpgroups). */
         static const long wide_v = wk_env_long("WICK_CUDA_WGMMA_WIDE", 1);
-        const bool before = wide_v == 0;
-        if constexpr (std::is_same<P, wkp::q6_K>::value) {
-            using T64 = tile<P, 64, 2>;
-            using T96 = tile<P, 96, 2>;
-            using T256 = tile<P, 256, 1>;
-            const double w64 = waves<T64>(n, m, sms), w96 = 1.22 * waves<T96>(n, m, sms),
-                         w256 = 1.87 * waves<T256>(n, m, sms);
-            if (!before && m > 128 && fills_gpu<T256>(n, m) && w256 < w64 && w256 < w96)
-                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
-            if (!before && m > 64 && fills_gpu<T96>(n, m) && w96 < w64)
-                return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
-            if (m > 64 && fills_gpu<T64>(n, m))
-                return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-        } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
-            using T128 = tile<P, 128, 1>;
-            using T256 = tile<P, 256, 1>;
-            if (!before && m > 128 && fills_gpu<T256>(n, m) && 1.9 * waves<T256>(n, m, sms) < waves<T128>(n, m, sms))
-                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
-            if (!before && m > 64 && fills_gpu<T128>(n, m))
-                return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
-            if (m > 64 && fills_gpu<tile<P, 64, 2>>(n, m))
-                return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-        } else {
-            if (!before && m > 64 && m <= 128 && fills_gpu<tile<P, 128, 1>>(n, m))
-                return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
-            if (m > 64 && fills_gpu<tile<P, 256, 1>>(n, m))
-                return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+        if (m <= 64) return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
+        if (wide_v == 0) {
+            if (P::KC == 256 && fills_gpu<tile<P, 64, 2>>(n, m)) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            if (P::KC != 256 && fills_gpu<tile<P, 256, 1>>(n, m)) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         }
+        tile_pick pick;
+        if constexpr (std::is_same<P, wkp::q6_K>::value) {
+            pick.consider<tile<P, 64, 2>>(642, 24.0, n, m, sms); /* ids: BN, or BN x 10 + 2 for two warpgroups */
+            pick.consider<tile<P, 96, 2>>(962, 29.5, n, m, sms);
+            pick.consider<tile<P, 224, 1>>(224, 36.8, n, m, sms);
+            pick.consider<tile<P, 256, 1>>(256, 46.0, n, m, sms);
+        } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
+            pick.consider<tile<P, 128, 1>>(128, 20.7, n, m, sms);
+            pick.consider<tile<P, 160, 1>>(160, 32.8, n, m, sms);
+            pick.consider<tile<P, 192, 1>>(192, 33.8, n, m, sms);
+            pick.consider<tile<P, 224, 1>>(224, 35.1, n, m, sms);
+            pick.consider<tile<P, 256, 1>>(256, 36.3, n, m, sms);
+            pick.consider<tile<P, 64, 2>>(642, 2 * 20.7, n, m, sms); /* fills the GPU where 128 x 128 does not */
+        } else {
+            pick.consider<tile<P, 128, 1>>(128, 19.8, n, m, sms);
+            pick.consider<tile<P, 160, 1>>(160, 24.3, n, m, sms);
+            pick.consider<tile<P, 192, 1>>(192, 24.6, n, m, sms);
+            pick.consider<tile<P, 224, 1>>(224, 30.0, n, m, sms);
+            pick.consider<tile<P, 256, 1>>(256, 31.5, n, m, sms);
+        }
+        constexpr bool q6k = std::is_same<P, wkp::q6_K>::value;
+        if constexpr (P::KC == 256) /* tiles only the K formats take */
+            if (pick.id == 642) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+        if constexpr (q6k)
+            if (pick.id == 962) return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
+        if constexpr (!q6k) {
+            if (pick.id == 128) return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
+            if (pick.id == 160) return run<P, 160, 1>(c, w, n, k, x, xtype, m, y);
+            if (pick.id == 192) return run<P, 192, 1>(c, w, n, k, x, xtype, m, y);
+        }
+        if (pick.id == 224) return run<P, 224, 1>(c, w, n, k, x, xtype, m, y);
+        if (pick.id == 256) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
         return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
     });
 }
