@@ -197,8 +197,9 @@ static void test_large_upload(wk_engine *e)
  * tiles (on the H200: 128, 160, 192, 224 or 256 input rows a tile, Q6_K also 96 with two
  * warpgroups), which the small weights above never reach: 100 rows (a tile of 128 for the
  * 32-element formats), partial tiles (139, 180 and 210 rows: 160, 192 and 224) and a
- * whole one (256), through the f16-rounded precision of that path. k = 704 gives the 32-element formats 11 chunks of
- * 64, which the kernel's stages of 4 or 2 chunks do not divide (a short last stage). */
+ * whole one (256), through the f16-rounded precision of that path. k = 704 gives the
+ * 32-element formats 11 chunks of 64, which the kernel's stages of 4 or 2 chunks do not
+ * divide (a short last stage). */
 static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t k)
 {
     const int64_t n = 6400, rows[] = {100, 139, 180, 210, 256};

@@ -535,8 +535,10 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
         static const long wide_v = wk_env_long("WICK_CUDA_WGMMA_WIDE", 1);
         if (m <= 64) return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         if (wide_v == 0) {
-            if (P::KC == 256 && fills_gpu<tile<P, 64, 2>>(n, m)) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            if (P::KC != 256 && fills_gpu<tile<P, 256, 1>>(n, m)) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            if constexpr (P::KC == 256)
+                if (fills_gpu<tile<P, 64, 2>>(n, m)) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
+            if constexpr (P::KC != 256)
+                if (fills_gpu<tile<P, 256, 1>>(n, m)) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
             return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         }
         tile_pick pick;
@@ -551,7 +553,6 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
             pick.consider<tile<P, 192, 1>>(192, 33.8, n, m, sms);
             pick.consider<tile<P, 224, 1>>(224, 35.1, n, m, sms);
             pick.consider<tile<P, 256, 1>>(256, 36.3, n, m, sms);
-            pick.consider<tile<P, 64, 2>>(642, 2 * 20.7, n, m, sms); /* fills the GPU where 128 x 128 does not */
         } else {
             pick.consider<tile<P, 128, 1>>(128, 19.8, n, m, sms);
             pick.consider<tile<P, 160, 1>>(160, 24.3, n, m, sms);
@@ -559,12 +560,10 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
             pick.consider<tile<P, 224, 1>>(224, 30.0, n, m, sms);
             pick.consider<tile<P, 256, 1>>(256, 31.5, n, m, sms);
         }
-        constexpr bool q6k = std::is_same<P, wkp::q6_K>::value;
-        if constexpr (P::KC == 256) /* tiles only the K formats take */
+        if constexpr (std::is_same<P, wkp::q6_K>::value) {
             if (pick.id == 642) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-        if constexpr (q6k)
             if (pick.id == 962) return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
-        if constexpr (!q6k) {
+        } else {
             if (pick.id == 128) return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
             if (pick.id == 160) return run<P, 160, 1>(c, w, n, k, x, xtype, m, y);
             if (pick.id == 192) return run<P, 192, 1>(c, w, n, k, x, xtype, m, y);
