@@ -83,8 +83,8 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr)
     return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
-/* D (64 x N, f32) += A (64 x 16, f16, registers) * B (16 x N, f16, shared memory), for
- * the tile widths the kernel takes: the accumulators d[b .. b + 15] are operands %b ..
+/* D (64 x N, f32) += A (64 x 16, f16, registers) * B (16 x N, f16, shared memory), one
+ * overload for each tile width the kernel takes (N = 2 x the accumulators): the accumulators d[b .. b + 15] are operands %b ..
  * %b + 15 (WK_D16, WK_R16_b), then A's four registers and B's descriptor. */
 #define WK_R16_0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define WK_R16_16 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
@@ -97,7 +97,7 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr)
 #define WK_D4(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3])
 #define WK_D16(b) WK_D4(b), WK_D4(b + 4), WK_D4(b + 8), WK_D4(b + 12)
 #define WK_A_DESC "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
-__device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -105,7 +105,7 @@ __device__ __forceinline__ void wgmma_n64(float (&d)[32], const uint32_t (&a)[4]
                  : WK_D16(0), WK_D16(16)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n96(float (&d)[48], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[48], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -114,7 +114,7 @@ __device__ __forceinline__ void wgmma_n96(float (&d)[48], const uint32_t (&a)[4]
                  : WK_D16(0), WK_D16(16), WK_D16(32)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -124,7 +124,7 @@ __device__ __forceinline__ void wgmma_n128(float (&d)[64], const uint32_t (&a)[4
                  : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n160(float (&d)[80], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[80], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -135,7 +135,7 @@ __device__ __forceinline__ void wgmma_n160(float (&d)[80], const uint32_t (&a)[4
                  : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n192(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -147,7 +147,7 @@ __device__ __forceinline__ void wgmma_n192(float (&d)[96], const uint32_t (&a)[4
                  : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n224(float (&d)[112], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[112], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -160,7 +160,7 @@ __device__ __forceinline__ void wgmma_n224(float (&d)[112], const uint32_t (&a)[
                  : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80), WK_D16(96)
                  : WK_A_DESC);
 }
-__device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
+__device__ __forceinline__ void wgmma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
 {
     asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
                  WK_R16_0 ", "
@@ -175,29 +175,6 @@ __device__ __forceinline__ void wgmma_n256(float (&d)[128], const uint32_t (&a)[
                    WK_D16(64), WK_D16(80), WK_D16(96), WK_D16(112)
                  : WK_A_DESC);
 }
-template <int BN> struct acc_t;
-template <> struct acc_t<64> {
-    static __device__ __forceinline__ void mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc) { wgmma_n64(d, a, desc); }
-};
-template <> struct acc_t<96> {
-    static __device__ __forceinline__ void mma(float (&d)[48], const uint32_t (&a)[4], uint64_t desc) { wgmma_n96(d, a, desc); }
-};
-template <> struct acc_t<128> {
-    static __device__ __forceinline__ void mma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc) { wgmma_n128(d, a, desc); }
-};
-template <> struct acc_t<160> {
-    static __device__ __forceinline__ void mma(float (&d)[80], const uint32_t (&a)[4], uint64_t desc) { wgmma_n160(d, a, desc); }
-};
-template <> struct acc_t<192> {
-    static __device__ __forceinline__ void mma(float (&d)[96], const uint32_t (&a)[4], uint64_t desc) { wgmma_n192(d, a, desc); }
-};
-template <> struct acc_t<224> {
-    static __device__ __forceinline__ void mma(float (&d)[112], const uint32_t (&a)[4], uint64_t desc) { wgmma_n224(d, a, desc); }
-};
-template <> struct acc_t<256> {
-    static __device__ __forceinline__ void mma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc) { wgmma_n256(d, a, desc); }
-};
-
 /* x (m rows of k, f32 or f16, contiguous) as f16 in the image of the kernel's stages:
  * for each tile of BN rows, slabs of 64 elements one after another (a stage of KC
  * elements is KC / 64 consecutive slabs), each BN rows of 128 bytes, the 16-byte pieces of
@@ -403,7 +380,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
                 const int sp = s % (P::NS / XP); /* the step within the stage's piece of x */
                 const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (sp >> 2) * (BN * 128) + (s & 3) * 32);
                 wg_fence();
-                acc_t<BN>::mma(acc, a, desc_sw128(xa));
+                wgmma(acc, a, desc_sw128(xa)); /* the overload of BN columns */
                 wg_commit();
                 wg_wait<DEPTH - 1>();
             }
