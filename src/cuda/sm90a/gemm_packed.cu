@@ -97,84 +97,31 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr)
 #define WK_D4(b) "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3])
 #define WK_D16(b) WK_D4(b), WK_D4(b + 4), WK_D4(b + 8), WK_D4(b + 12)
 #define WK_A_DESC "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc)
-__device__ __forceinline__ void wgmma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[48], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n96k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 "}, {%48, %49, %50, %51}, %52, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[64], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 ", "
-                 WK_R16_48 "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[80], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n160k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 ", "
-                 WK_R16_48 ", "
-                 WK_R16_64 "}, {%80, %81, %82, %83}, %84, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[96], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n192k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 ", "
-                 WK_R16_48 ", "
-                 WK_R16_64 ", "
-                 WK_R16_80 "}, {%96, %97, %98, %99}, %100, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[112], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n224k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 ", "
-                 WK_R16_48 ", "
-                 WK_R16_64 ", "
-                 WK_R16_80 ", "
-                 WK_R16_96 "}, {%112, %113, %114, %115}, %116, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48), WK_D16(64), WK_D16(80), WK_D16(96)
-                 : WK_A_DESC);
-}
-__device__ __forceinline__ void wgmma(float (&d)[128], const uint32_t (&a)[4], uint64_t desc)
-{
-    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
-                 WK_R16_0 ", "
-                 WK_R16_16 ", "
-                 WK_R16_32 ", "
-                 WK_R16_48 ", "
-                 WK_R16_64 ", "
-                 WK_R16_80 ", "
-                 WK_R16_96 ", "
-                 WK_R16_112 "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;"
-                 : WK_D16(0), WK_D16(16), WK_D16(32), WK_D16(48),
-                   WK_D16(64), WK_D16(80), WK_D16(96), WK_D16(112)
-                 : WK_A_DESC);
-}
+/* One overload: NREG accumulators, the shape, the accumulators' operand list, then the
+ * operand numbers of A's registers and of the descriptor, then the accumulators. */
+#define WK_WGMMA(NREG, SHAPE, RLIST, A0, A1, A2, A3, DESC, ...)                                          \
+    __device__ __forceinline__ void wgmma(float (&d)[NREG], const uint32_t (&a)[4], uint64_t desc)       \
+    {                                                                                                    \
+        asm volatile("wgmma.mma_async.sync.aligned." SHAPE ".f32.f16.f16 {" RLIST "}, {%" #A0 ", %" #A1  \
+                     ", %" #A2 ", %" #A3 "}, %" #DESC ", 1, 1, 1, 0;"                                     \
+                     : __VA_ARGS__                                                                       \
+                     : WK_A_DESC);                                                                       \
+    }
+#define WK_R32 WK_R16_0 ", " WK_R16_16
+#define WK_R64 WK_R32 ", " WK_R16_32 ", " WK_R16_48
+#define WK_R96 WK_R64 ", " WK_R16_64 ", " WK_R16_80
+#define WK_D32 WK_D16(0), WK_D16(16)
+#define WK_D64 WK_D32, WK_D16(32), WK_D16(48)
+#define WK_D96 WK_D64, WK_D16(64), WK_D16(80)
+WK_WGMMA(32, "m64n64k16", WK_R32, 32, 33, 34, 35, 36, WK_D32)
+WK_WGMMA(48, "m64n96k16", WK_R32 ", " WK_R16_32, 48, 49, 50, 51, 52, WK_D32, WK_D16(32))
+WK_WGMMA(64, "m64n128k16", WK_R64, 64, 65, 66, 67, 68, WK_D64)
+WK_WGMMA(80, "m64n160k16", WK_R64 ", " WK_R16_64, 80, 81, 82, 83, 84, WK_D64, WK_D16(64))
+WK_WGMMA(96, "m64n192k16", WK_R96, 96, 97, 98, 99, 100, WK_D96)
+WK_WGMMA(112, "m64n224k16", WK_R96 ", " WK_R16_96, 112, 113, 114, 115, 116, WK_D96, WK_D16(96))
+WK_WGMMA(128, "m64n256k16", WK_R96 ", " WK_R16_96 ", " WK_R16_112, 128, 129, 130, 131, 132, WK_D96, WK_D16(96),
+         WK_D16(112))
+
 /* x (m rows of k, f32 or f16, contiguous) as f16 in the image of the kernel's stages:
  * for each tile of BN rows, slabs of 64 elements one after another (a stage of KC
  * elements is KC / 64 consecutive slabs), each BN rows of 128 bytes, the 16-byte pieces of
