@@ -84,8 +84,9 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t addr)
 }
 
 /* D (64 x N, f32) += A (64 x 16, f16, registers) * B (16 x N, f16, shared memory), one
- * overload for each tile width the kernel takes (N = 2 x the accumulators): the accumulators d[b .. b + 15] are operands %b ..
- * %b + 15 (WK_D16, WK_R16_b), then A's four registers and B's descriptor. */
+ * overload for each tile width the kernel takes (N = 2 x the accumulators): the
+ * accumulators d[b .. b + 15] are operands %b .. %b + 15 (WK_D16, WK_R16_b), then A's four
+ * registers and B's descriptor. */
 #define WK_R16_0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
 #define WK_R16_16 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define WK_R16_32 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
