@@ -212,6 +212,18 @@ template <class P, int BN, int WGS> struct tile {
     static int64_t grid_y(int64_t m) { return (m + BN - 1) / BN; }
 };
 
+/* f(std::integral_constant<int, piece>) for the run-time piece, 0 <= piece < N. */
+template <int I, int N, class F> __device__ __forceinline__ void for_piece(int piece, F &&f)
+{
+    if constexpr (I + 1 < N) {
+        if (piece != I) {
+            for_piece<I + 1, N>(piece, f);
+            return;
+        }
+    }
+    f(std::integral_constant<int, I>{});
+}
+
 template <class P, int BN, int WGS>
 __global__ void __launch_bounds__(128 * WGS + 32, 1)
     gemm_packed_kernel(const uint8_t *__restrict__ w, const __half *__restrict__ xs, int m, int n, int k,
@@ -309,29 +321,33 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
         for (int j = 0; j < cc; j++) {
             typename P::frag f;
             P::template load<wkp::from_shared>(st + XB + warp * WC + j * P::CB, lane, f);
+            /* The steps of this stage's piece of the chunk, chosen once (a compile-time
+             * range each): a run-time test at every step cost the K formats' pieces. */
+            for_piece<0, XP>(piece, [&](auto pc) {
+                constexpr int S0 = decltype(pc)::value * (P::NS / XP);
 #pragma unroll
-            for (int s = 0; s < P::NS; s++) {
-                if (XP > 1 && s / (P::NS / XP) != piece) continue; /* another stage's steps */
-                uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
-                P::step(f, s, a[0], a[1], a[2], a[3]);
-                const float2 d = P::scale(f, s / P::SG);
-                const __half2 d0 = __float2half2_rn(d.x), d1 = __float2half2_rn(d.y);
-                if constexpr (P::ADD) {
-                    const float2 mn = P::add(f, s / P::SG);
-                    const __half2 m0h = __float2half2_rn(mn.x), m1h = __float2half2_rn(mn.y);
-                    a[0] = h2u(__hfma2(u2h(a[0]), d0, m0h)), a[2] = h2u(__hfma2(u2h(a[2]), d0, m0h));
-                    a[1] = h2u(__hfma2(u2h(a[1]), d1, m1h)), a[3] = h2u(__hfma2(u2h(a[3]), d1, m1h));
-                } else {
-                    a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
-                    a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
+                for (int s = S0; s < S0 + P::NS / XP; s++) {
+                    uint32_t a[4]; /* a row group past n reads zero bytes: scale 0, weights 0 */
+                    P::step(f, s, a[0], a[1], a[2], a[3]);
+                    const float2 d = P::scale(f, s / P::SG);
+                    const __half2 d0 = __float2half2_rn(d.x), d1 = __float2half2_rn(d.y);
+                    if constexpr (P::ADD) {
+                        const float2 mn = P::add(f, s / P::SG);
+                        const __half2 m0h = __float2half2_rn(mn.x), m1h = __float2half2_rn(mn.y);
+                        a[0] = h2u(__hfma2(u2h(a[0]), d0, m0h)), a[2] = h2u(__hfma2(u2h(a[2]), d0, m0h));
+                        a[1] = h2u(__hfma2(u2h(a[1]), d1, m1h)), a[3] = h2u(__hfma2(u2h(a[3]), d1, m1h));
+                    } else {
+                        a[0] = h2u(__hmul2(u2h(a[0]), d0)), a[2] = h2u(__hmul2(u2h(a[2]), d0));
+                        a[1] = h2u(__hmul2(u2h(a[1]), d1)), a[3] = h2u(__hmul2(u2h(a[3]), d1));
+                    }
+                    const int sp = s - S0; /* the step within the stage's piece of x */
+                    const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (sp >> 2) * (BN * 128) + (s & 3) * 32);
+                    wg_fence();
+                    wgmma(acc, a, desc_sw128(xa)); /* the overload of BN columns */
+                    wg_commit();
+                    wg_wait<DEPTH - 1>();
                 }
-                const int sp = s % (P::NS / XP); /* the step within the stage's piece of x */
-                const uint32_t xa = sbase + (uint32_t)(b * SB + j * XC + (sp >> 2) * (BN * 128) + (s & 3) * 32);
-                wg_fence();
-                wgmma(acc, a, desc_sw128(xa)); /* the overload of BN columns */
-                wg_commit();
-                wg_wait<DEPTH - 1>();
-            }
+            });
         }
         /* All but this stage's last DEPTH - 1 steps are done, and every stage but the last
          * has more steps than that: stage sg - 1's buffer is free (the last stage's release
@@ -470,14 +486,14 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
         if constexpr (std::is_same<P, wkp::q6_K>::value) {
             pick.consider<tile<P, 64, 2>>(642, 24.0, n, m, sms); /* ids: BN, or BN x 10 + 2 for two warpgroups */
             pick.consider<tile<P, 96, 2>>(962, 29.5, n, m, sms);
-            pick.consider<tile<P, 224, 1>>(224, 36.8, n, m, sms);
-            pick.consider<tile<P, 256, 1>>(256, 46.0, n, m, sms);
+            pick.consider<tile<P, 224, 1>>(224, 34.2, n, m, sms);
+            pick.consider<tile<P, 256, 1>>(256, 39.4, n, m, sms);
         } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
             pick.consider<tile<P, 128, 1>>(128, 20.7, n, m, sms);
-            pick.consider<tile<P, 160, 1>>(160, 32.8, n, m, sms);
-            pick.consider<tile<P, 192, 1>>(192, 33.8, n, m, sms);
-            pick.consider<tile<P, 224, 1>>(224, 35.1, n, m, sms);
-            pick.consider<tile<P, 256, 1>>(256, 36.3, n, m, sms);
+            pick.consider<tile<P, 160, 1>>(160, 25.6, n, m, sms);
+            pick.consider<tile<P, 192, 1>>(192, 30.7, n, m, sms);
+            pick.consider<tile<P, 224, 1>>(224, 32.1, n, m, sms);
+            pick.consider<tile<P, 256, 1>>(256, 33.2, n, m, sms);
         } else {
             pick.consider<tile<P, 128, 1>>(128, 19.8, n, m, sms);
             pick.consider<tile<P, 160, 1>>(160, 24.3, n, m, sms);
