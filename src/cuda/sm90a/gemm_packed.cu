@@ -6,16 +6,16 @@
  * a warpgroup takes 64 weight rows (each warp the 16 rows of one packed row group, whose
  * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
  * of WGS warpgroups walks k through a ring of ST shared-memory stages of CPS packed chunks
- * (KC elements each; 4 or 2 of the 64-element chunks, one of 256, or at 256 input rows a
- * part of one K chunk's x), each holding those chunks' weight bytes for the block's row
+ * (KC elements each; 4 or 2 of the 64-element chunks, one of 256, or at 160-256 input rows
+ * a part of one K chunk's x), each holding those chunks' weight bytes for the block's row
  * groups and the matching BN-row piece of x. One more warp only feeds the ring: its first
  * lane has the copy engine (cp.async.bulk) bring each stage in a few whole copies,
  * counted on the stage's "full" mbarrier, as soon as every consumer warp has signalled
- * "empty" on it; the consumers never wait for one another. x is converted to f16 first (permute_x),
- * written in the very image of the stages: each 16 elements in the k order the packed
- * fragments use (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at
- * positions 2t, 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without
- * bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair
+ * "empty" on it; the consumers never wait for one another. x is converted to f16 first
+ * (permute_x, a launch the kernel follows by programmatic dependent launch), written in
+ * the very image of the stages: each 16 elements in the k order the packed fragments use
+ * (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at positions 2t,
+ * 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair
  * with the block's scale and minimum (the f16 rounding of the dequantized weight, as the
  * f16 form has), then wgmma; up to 6 steps (8 for the K formats) stay in flight.
  *
@@ -176,8 +176,8 @@ template <class P, int BN, int WGS> struct stage_geom {
      * format, 18.1-19.7 for the 256-element K formats). */
     static constexpr int CPS = P::KC >= 256 ? 1 : st(4, 1) >= 3 ? 4 : st(2, 1) >= 3 ? 2 : 1;
     /* Pieces of a chunk's x a stage takes: a K format's chunk of 256 elements at 256 input
-     * rows is 128 KiB of x, one stage; halves or quarters give three (each stage also holds
-     * the chunk's weights, copied again: they are a small part of its bytes). */
+     * rows is 128 KiB of x, one stage; halves or quarters give three or more (each stage
+     * also holds the chunk's weights, copied again: they are a small part of its bytes). */
     static constexpr int XP = st(1, 1) >= 3 ? 1 : st(1, 2) >= 3 ? 2 : 4;
 };
 
