@@ -15,9 +15,10 @@
  * (permute_x, a launch the kernel follows by programmatic dependent launch), written in
  * the very image of the stages: each 16 elements in the k order the packed fragments use
  * (lane quad t holds elements 4t..4t+3 of a step, which the mma reads at positions 2t,
- * 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without bank conflicts. Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair
- * with the block's scale and minimum (the f16 rounding of the dequantized weight, as the
- * f16 form has), then wgmma; up to 6 steps (8 for the K formats) stay in flight.
+ * 2t+1, 2t+8, 2t+9), in the 128-byte swizzled layout wgmma reads without bank conflicts.
+ * Each step: decode 4 integer weights a lane (exact), one HFMA2 a pair with the block's
+ * scale and minimum (the f16 rounding of the dequantized weight, as the f16 form has),
+ * then wgmma; up to 6 steps (8 for the K formats) stay in flight.
  *
  * Precision is the f16 form's (x and the dequantized weights rounded to f16, f32 sums),
  * what the dequantize + cuBLAS path it replaces had, without writing and reading the f16
@@ -272,34 +273,35 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
      * chunks in one (a row group's chunks lie one after another). */
     if (warp == 4 * WGS) {
         if (lane == 0) {
+            /* Stage sg in buffer sg % ST: the bytes its "full" barrier expects, its piece of
+             * x, its row groups' weights. */
+            auto expect = [&](int sg) {
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
+                mbar_expect(smem_addr(&full[sg % ST]), (uint32_t)(cc * XC / XP + glive * cc * P::CB));
+            };
+            auto copy_x = [&](int sg) {
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
+                bulk_copy(sbase + (uint32_t)(sg % ST * SB), ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP),
+                          cc * XC / XP, smem_addr(&full[sg % ST]));
+            };
+            auto copy_w = [&](int sg) {
+                int c0, cc, piece;
+                T::stage_chunks(sg, nchunk, c0, cc, piece);
+                for (int gi = 0; gi < glive; gi++)
+                    bulk_copy(sbase + (uint32_t)(sg % ST * SB + XB + gi * WC),
+                              w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, smem_addr(&full[sg % ST]));
+            };
             /* The first ST stages' weights go out before the wait for x's conversion
              * (nothing before this kernel writes weights), their x after it. */
             const int first = min(ST, nstage);
-            for (int sg = 0; sg < first; sg++) {
-                int c0, cc, piece;
-                T::stage_chunks(sg, nchunk, c0, cc, piece);
-                const uint32_t st = sbase + (uint32_t)(sg * SB), bar = smem_addr(&full[sg]);
-                mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
-                for (int gi = 0; gi < glive; gi++)
-                    bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
-            }
+            for (int sg = 0; sg < first; sg++) expect(sg), copy_w(sg);
             pdl_wait();
-            for (int sg = 0; sg < first; sg++) {
-                int c0, cc, piece;
-                T::stage_chunks(sg, nchunk, c0, cc, piece);
-                bulk_copy(sbase + (uint32_t)(sg * SB), ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP), cc * XC / XP,
-                          smem_addr(&full[sg]));
-            }
+            for (int sg = 0; sg < first; sg++) copy_x(sg);
             for (int sg = first; sg < nstage; sg++) {
-                const int b = sg % ST;
-                int c0, cc, piece;
-                T::stage_chunks(sg, nchunk, c0, cc, piece);
-                mbar_wait(smem_addr(&empty[b]), (uint32_t)((sg / ST - 1) & 1));
-                const uint32_t st = sbase + (uint32_t)(b * SB), bar = smem_addr(&full[b]);
-                mbar_expect(bar, (uint32_t)(cc * XC / XP + glive * cc * P::CB));
-                bulk_copy(st, ximg + (size_t)c0 * XC + (size_t)piece * (XC / XP), cc * XC / XP, bar);
-                for (int gi = 0; gi < glive; gi++)
-                    bulk_copy(st + XB + gi * WC, w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, bar);
+                mbar_wait(smem_addr(&empty[sg % ST]), (uint32_t)((sg / ST - 1) & 1));
+                expect(sg), copy_x(sg), copy_w(sg);
             }
         }
         return;
@@ -422,15 +424,17 @@ template <class T> double waves(int64_t n, int64_t m, int sms)
 }
 
 /* The least time over the tiles considered: a tile's time a wave of its blocks times its
- * waves over n weight rows and m input rows, among the tiles that fill the GPU. */
+ * waves over n weight rows and m input rows, among the tiles that fill the GPU; best is
+ * that tile's run (NULL: none fills it). */
 struct tile_pick {
-    int id = 0;
+    wk_status (*best)(wk_cuda_ctx *, const void *, int64_t, int64_t, const void *, wk_type, int64_t, float *) = nullptr;
     double cost = 0;
-    template <class T> void consider(int tile_id, double wave_us, int64_t n, int64_t m, int sms)
+    template <class P, int BN, int WGS> void consider(double wave_us, int64_t n, int64_t m, int sms)
     {
+        using T = tile<P, BN, WGS>;
         if (!fills_gpu<T>(n, m)) return;
         const double t = wave_us * waves<T>(n, m, sms);
-        if (id == 0 || t < cost) id = tile_id, cost = t;
+        if (!best || t < cost) best = run<P, BN, WGS>, cost = t;
     }
 };
 
@@ -476,41 +480,33 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
         static const long wide_v = wk_env_long("WICK_CUDA_WGMMA_WIDE", 1);
         if (m <= 64) return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         if (wide_v == 0) {
-            if constexpr (P::KC == 256)
+            if constexpr (P::KC == 256) {
                 if (fills_gpu<tile<P, 64, 2>>(n, m)) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            if constexpr (P::KC != 256)
+            } else {
                 if (fills_gpu<tile<P, 256, 1>>(n, m)) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+            }
             return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         }
         tile_pick pick;
         if constexpr (std::is_same<P, wkp::q6_K>::value) {
-            pick.consider<tile<P, 64, 2>>(642, 24.0, n, m, sms); /* ids: BN, or BN x 10 + 2 for two warpgroups */
-            pick.consider<tile<P, 96, 2>>(962, 29.5, n, m, sms);
-            pick.consider<tile<P, 224, 1>>(224, 34.2, n, m, sms);
-            pick.consider<tile<P, 256, 1>>(256, 39.4, n, m, sms);
+            pick.consider<P, 64, 2>(24.0, n, m, sms);
+            pick.consider<P, 96, 2>(29.5, n, m, sms);
+            pick.consider<P, 224, 1>(34.2, n, m, sms);
+            pick.consider<P, 256, 1>(39.4, n, m, sms);
         } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
-            pick.consider<tile<P, 128, 1>>(128, 20.7, n, m, sms);
-            pick.consider<tile<P, 160, 1>>(160, 25.6, n, m, sms);
-            pick.consider<tile<P, 192, 1>>(192, 30.7, n, m, sms);
-            pick.consider<tile<P, 224, 1>>(224, 32.1, n, m, sms);
-            pick.consider<tile<P, 256, 1>>(256, 33.2, n, m, sms);
+            pick.consider<P, 128, 1>(20.7, n, m, sms);
+            pick.consider<P, 160, 1>(25.6, n, m, sms);
+            pick.consider<P, 192, 1>(30.7, n, m, sms);
+            pick.consider<P, 224, 1>(32.1, n, m, sms);
+            pick.consider<P, 256, 1>(33.2, n, m, sms);
         } else {
-            pick.consider<tile<P, 128, 1>>(128, 19.8, n, m, sms);
-            pick.consider<tile<P, 160, 1>>(160, 24.3, n, m, sms);
-            pick.consider<tile<P, 192, 1>>(192, 24.6, n, m, sms);
-            pick.consider<tile<P, 224, 1>>(224, 30.0, n, m, sms);
-            pick.consider<tile<P, 256, 1>>(256, 31.5, n, m, sms);
+            pick.consider<P, 128, 1>(19.8, n, m, sms);
+            pick.consider<P, 160, 1>(24.3, n, m, sms);
+            pick.consider<P, 192, 1>(24.6, n, m, sms);
+            pick.consider<P, 224, 1>(30.0, n, m, sms);
+            pick.consider<P, 256, 1>(31.5, n, m, sms);
         }
-        if constexpr (std::is_same<P, wkp::q6_K>::value) {
-            if (pick.id == 642) return run<P, 64, 2>(c, w, n, k, x, xtype, m, y);
-            if (pick.id == 962) return run<P, 96, 2>(c, w, n, k, x, xtype, m, y);
-        } else {
-            if (pick.id == 128) return run<P, 128, 1>(c, w, n, k, x, xtype, m, y);
-            if (pick.id == 160) return run<P, 160, 1>(c, w, n, k, x, xtype, m, y);
-            if (pick.id == 192) return run<P, 192, 1>(c, w, n, k, x, xtype, m, y);
-        }
-        if (pick.id == 224) return run<P, 224, 1>(c, w, n, k, x, xtype, m, y);
-        if (pick.id == 256) return run<P, 256, 1>(c, w, n, k, x, xtype, m, y);
+        if (pick.best) return pick.best(c, w, n, k, x, xtype, m, y);
         return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
     });
 }
