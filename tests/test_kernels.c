@@ -258,6 +258,37 @@ static void test_repacked(wk_isa isa)
     }
 }
 
+/* The groups a one-row tile reads side by side (1, 2, 4 or 8, wk_cpu_streams_log2) change
+ * the order of the loads, never a column's operations: 13 groups (8 + 4 + 1 at the most)
+ * give the same bits at every cap, for one and two rows. */
+static void test_repacked_streams(wk_isa isa)
+{
+    enum { NC = 104, NR = 2 };
+    const int saved = wk_cpu_streams_log2();
+    for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
+        wk_type t = repacked_types[ti];
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        if (!packed) continue;
+        const int64_t k = 2 * wk_traits(t)->block_size;
+        repacked_case cs;
+        repacked_case_make(&cs, t, k, NR, NC);
+        float ref[NR * NC], y[NR * NC];
+        for (int nr = 1; nr <= NR; nr++) {
+            wk_cpu_set_streams_log2(3);
+            packed(k, nr, NC, cs.wp, cs.ws, cs.xq, cs.xs, ref, NC);
+            for (int l = 0; l < 3; l++) {
+                wk_cpu_set_streams_log2(l);
+                packed(k, nr, NC, cs.wp, cs.ws, cs.xq, cs.xs, y, NC);
+                CHECK_MSG(memcmp(y, ref, sizeof(float) * nr * NC) == 0,
+                          "repacked %s (%s), %d rows: %d groups side by side differ from 8",
+                          wk_type_name(t), wk_isa_name(isa), nr, 1 << l);
+            }
+        }
+        repacked_case_free(&cs);
+    }
+    wk_cpu_set_streams_log2(saved);
+}
+
 /* ys, nr rows of nc outputs ld floats apart, within the scalar kernel's tolerance of yr
  * (the case's magnitudes); `what` names the case in a failure. */
 static void near_scalar(const repacked_case *cs, const char *what, const float *ys, const float *yr, int nr,
@@ -546,6 +577,7 @@ int main(void)
         test_isa(WK_ISA_AVX2);
         test_act_quantizers(WK_ISA_AVX2);
         test_repacked(WK_ISA_AVX2);
+        test_repacked_streams(WK_ISA_AVX2);
         test_repacked_many_rows(WK_ISA_AVX2);
         test_repacked_long_k(WK_ISA_AVX2);
         test_repacked_groups(WK_ISA_AVX2);
@@ -558,6 +590,7 @@ int main(void)
         test_isa(WK_ISA_AVX512);
         test_act_quantizers(WK_ISA_AVX512);
         test_repacked(WK_ISA_AVX512);
+        test_repacked_streams(WK_ISA_AVX512);
         test_repacked_many_rows(WK_ISA_AVX512);
         test_repacked_long_k(WK_ISA_AVX512);
         test_repacked_groups(WK_ISA_AVX512);

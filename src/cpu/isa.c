@@ -42,6 +42,41 @@ wk_isa wk_cpu_isa(void)
     return (wk_isa)isa_now;
 }
 
+/* One memory stream per weight group. The Xeon test host needs 8 side by side to reach its
+ * bandwidth from 2 cores (src/cpu/bandwidth.c); on the Zen 5 machine 4 took 0.81-0.89 of
+ * 8's time at one row for the 32-element formats (bench/results/cpu-m1-s20-zen5.txt and
+ * cpu-streams-s21.txt, where 4 on the Xeon took 0.93-1.06). */
+static int wk_detect_streams_log2(void)
+{
+#if defined(WICK_HAVE_X86) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_is("amd")) return 2;
+#endif
+    return 3;
+}
+
+static _Atomic int streams_log2 = -1;
+
+int wk_cpu_streams_log2(void)
+{
+    int l = atomic_load_explicit(&streams_log2, memory_order_relaxed);
+    if (l < 0) {
+        l = wk_detect_streams_log2();
+        const char *env = getenv("WICK_CPU_STREAMS");
+        if (env && env[0] >= '1' && env[0] <= '8' && env[1] == 0) {
+            int v = env[0] - '0';
+            if (v == 1 || v == 2 || v == 4 || v == 8) l = v == 1 ? 0 : v == 2 ? 1 : v == 4 ? 2 : 3;
+        }
+        atomic_store_explicit(&streams_log2, l, memory_order_relaxed);
+    }
+    return l;
+}
+
+void wk_cpu_set_streams_log2(int l)
+{
+    atomic_store_explicit(&streams_log2, l < 0 ? 0 : l > 3 ? 3 : l, memory_order_relaxed);
+}
+
 const char *wk_isa_name(wk_isa isa)
 {
     switch (isa) {

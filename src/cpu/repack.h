@@ -60,14 +60,16 @@ typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *
 /* The ng groups of a row tile, S side by side: tiles[l] takes S = 2^l groups (NULL: none).
  * Each group is its own memory stream, and on processors where one stream per core reads
  * well below the memory's bandwidth (the Xeon test host: 22 against 30 GB/s on 2 cores,
- * src/cpu/bandwidth.c), reading 8 at once is what reaches it. The largest S that fits the
- * groups left is taken; each column's operations do not depend on S. */
+ * src/cpu/bandwidth.c), reading 8 at once is what reaches it; AMD's read best with 4
+ * (wk_cpu_streams_log2). The largest S up to that which fits the groups left is taken;
+ * each column's operations do not depend on S. */
 static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
                                   size_t gs, const char *x, size_t xs, const void *aux, bool first,
                                   float *y, size_t ldy)
 {
+    const int most = wk_cpu_streams_log2();
     for (int64_t g = 0; g < ng;) {
-        int l = 3;
+        int l = most;
         while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;
         tiles[l](nb, w + g * gs, gs, x, xs, aux, first, y + 8 * g, ldy);
         g += 1 << l;
