@@ -928,10 +928,27 @@ bool shared_x_loads()
     static const long v = wk_env_long("WICK_CUDA_QMV_LDS", 1);
     return v != 0;
 }
-long copy_limit()
+/* The largest prepared input (bytes) a block of the packed kernel copies into its shared
+ * memory: as much as leaves room for minb blocks an SM (at most 200 KiB a block) beside their
+ * sums of nx accumulator sets, so that the copy costs no occupancy (H200, 8192 x 4096, us,
+ * against session 20's 36 KiB: m = 4 Q4_0 11.7 -> 11.2, Q4_1 12.8 -> 11.6, Q4_K 14.3 ->
+ * 12.3, Q6_K 15.2 -> 13.7; m = 5 Q4_0 14.3 -> 12.7, Q8_0 16.5 -> 15.0, Q4_K 19.0 -> 15.8;
+ * with a block an SM, 8 rows took 40 us against 15.3). WICK_CUDA_QMV_COPY=N sets it (0:
+ * never; read once). */
+long copy_limit(int minb, int nx)
 {
-    static const long v = wk_env_long("WICK_CUDA_QMV_COPY", 36 << 10);
-    return v;
+    static const char *e = getenv("WICK_CUDA_QMV_COPY");
+    static const long forced = e && *e ? wk_env_long("WICK_CUDA_QMV_COPY", 0) : -1;
+    if (forced >= 0) return forced;
+    static int per_sm = 0;
+    if (!per_sm) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess)
+            per_sm = 48 << 10;
+    }
+    const long block = min((long)per_sm / minb, 200L << 10); /* launch_geom's bound */
+    return block - 1024 /* the block's reserve */ - (long)red_bytes(MAX_WARPS, nx);
 }
 /* Formats whose kernel reads a shared-memory input by LDS: all but Q5_0, whose kernel then
  * spills and was slower (H200, 8192 x 4096, three rounds: m = 1 12.1 -> 12.5-12.6 us, m = 2
@@ -964,10 +981,10 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
     p.copy_rows = 0;
     if constexpr (lds_input<P>()) {
         if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
-        /* A small prepared input (a slice's rows) is copied into each block's shared memory
-         * (WICK_CUDA_QMV_COPY sets the bound in bytes, 0: never). */
+        /* A prepared input (a slice's rows) is copied into each block's shared memory when
+         * it leaves the SM its blocks (copy_limit). */
         const int rows = min(p.m, 4 * NX);
-        if (shared_x_loads() && (long)xin_bytes(rows, p.k) <= copy_limit()) {
+        if (shared_x_loads() && (long)xin_bytes(rows, p.k) <= copy_limit(packed_minb<P>(NX), NX)) {
             p.copy_rows = rows;
             return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
         }
