@@ -228,6 +228,31 @@ static void test_wide_tiles(wk_engine *e)
     }
 }
 
+/* 7-8 input rows of a wide, long weight: the matrix-vector kernel copies the 136 KB input
+ * for one block an SM of 16 warps (two row groups of 8), not for two blocks of 8. */
+static void test_one_block_an_sm(wk_engine *e)
+{
+    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q4_K};
+    const int64_t n = 4224, k = 4096;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        double *wref = NULL;
+        wk_qmatmul *mm = fresh_quantized(e, types[i], n, k, &wref);
+        if (mm) {
+            char label[64];
+            snprintf(label, sizeof label, "%s %lld x %lld, 7-8 rows", wk_type_name(types[i]), (long long)n,
+                     (long long)k);
+            double worst = 0;
+            for (int m = 7; m <= 8; m++) {
+                double w1 = run_case(e, mm, wref, n, k, m, m == 7 ? WK_TYPE_F16 : WK_TYPE_F32, 2e-5, label);
+                if (w1 > worst) worst = w1;
+            }
+            printf("%-28s: worst relative error %.3g\n", label, worst);
+        }
+        wk_qmatmul_free(mm);
+        free(wref);
+    }
+}
+
 /* Q8_0 weights as the GPU keeps them (Q8_1 blocks): scale and codes byte for byte, the
  * second half the f16 of scale * sum of codes; random codes over the whole int8 range and
  * an odd block count (the source's last block ends mid-word); and the rejections. */
@@ -389,6 +414,7 @@ int main(void)
 #endif
     test_large_upload(e);
     test_wide_tiles(e);
+    test_one_block_an_sm(e);
     wk_engine_free(e);
     TEST_MAIN_END();
 }

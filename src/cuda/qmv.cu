@@ -678,8 +678,8 @@ template <class P> constexpr int packed_depth(int nx)
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
  * 0). */
-template <class P, int NX, int MINB, int D, bool XS>
-__global__ void __launch_bounds__(256, MINB) qmv_packed_kernel(params p)
+template <class P, int NX, int MINB, int D, bool XS, bool ONE>
+__global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
     extern __shared__ __align__(16) uint8_t smem[];
@@ -814,41 +814,43 @@ long inline_total()
     return lim;
 }
 
-/* Warps per row group: up to 8 splitting k, but no more in all than MINB blocks of 8 per
- * SM (the kernel's register bound), so that large matrices run in one wave. */
-int first_wpg(int64_t groups, int nchunk, int sms, int minb)
+/* Warps per row group: up to 8 splitting k, but no more in all than minb blocks of bw
+ * warps per SM (the kernel's register bound), so that large matrices run in one wave. */
+int first_wpg(int64_t groups, int nchunk, int sms, int minb, int bw = MAX_WARPS)
 {
     int wpg = nchunk < MAX_WARPS ? nchunk : MAX_WARPS;
-    const long budget = 8L * minb * sms;
+    const long budget = (long)bw * minb * sms;
     if ((long)groups * wpg > budget) wpg = (int)(budget / groups) < 1 ? 1 : (int)(budget / groups);
     return wpg;
 }
-/* Then as many row groups per block as fill 8 warps while every SM still gets a block
- * (each block prepares its own input). */
-int groups_per_block(int64_t groups, int wpg, int sms)
+/* Then as many row groups per block as fill bw warps while every SM still gets a block
+ * (each block prepares its own input); blocks of more than 8 warps, one an SM, as many
+ * as make one wave. */
+int groups_per_block(int64_t groups, int wpg, int sms, int bw = MAX_WARPS)
 {
-    int rg = MAX_WARPS / wpg;
-    if (rg > groups / sms) rg = groups / sms < 1 ? 1 : (int)(groups / sms);
+    int rg = bw / wpg;
+    const int64_t fill = bw > MAX_WARPS ? (groups + sms - 1) / sms : groups / sms;
+    if (rg > fill) rg = fill < 1 ? 1 : (int)fill;
     return rg;
 }
 
 /* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
- * staging a warp, at most minb blocks of 8 warps per SM by its registers, slices of input
+ * staging a warp, at most minb blocks of bw warps per SM by its registers, slices of input
  * rows along y, red_sets accumulator sets a warp to add up. */
 template <void (*K)(params)>
 wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb,
-                      int slices = 1, int red_sets = 2)
+                      int slices = 1, int red_sets = 2, int bw = MAX_WARPS)
 {
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
-    int wpg = first_wpg(groups, nchunk, sms, minb);
+    int wpg = first_wpg(groups, nchunk, sms, minb, bw);
     /* Fewer warps per row group while shared memory would make a second wave (the big
      * chunks of Q8_0 and Q6_K). */
     static size_t allowed = 48 << 10; /* dynamic shared memory granted to this kernel */
     int rg, nw, blocks;
     size_t smem;
     for (;;) {
-        rg = groups_per_block(groups, wpg, sms);
+        rg = groups_per_block(groups, wpg, sms, bw);
         nw = wpg * rg;
         blocks = 0;
         for (int i = 0; i < p.nout; i++) {
@@ -935,7 +937,7 @@ bool shared_x_loads()
  * 12.3, Q6_K 15.2 -> 13.7; m = 5 Q4_0 14.3 -> 12.7, Q8_0 16.5 -> 15.0, Q4_K 19.0 -> 15.8;
  * with a block an SM, 8 rows took 40 us against 15.3). WICK_CUDA_QMV_COPY=N sets it (0:
  * never; read once). */
-long copy_limit(int minb, int nx)
+long copy_limit(int minb, int nx, int bw = MAX_WARPS)
 {
     static const char *e = getenv("WICK_CUDA_QMV_COPY");
     static const long forced = e && *e ? wk_env_long("WICK_CUDA_QMV_COPY", 0) : -1;
@@ -948,7 +950,15 @@ long copy_limit(int minb, int nx)
             per_sm = 48 << 10;
     }
     const long block = min((long)per_sm / minb, 200L << 10); /* launch_geom's bound */
-    return block - 1024 /* the block's reserve */ - (long)red_bytes(MAX_WARPS, nx);
+    return block - 1024 /* the block's reserve */ - (long)red_bytes(bw, nx);
+}
+/* When the packed kernel copies its input for one block an SM of all the warps its
+ * registers allow (launch_packed_nx): 1 by the rule there, 0 never (as before session 21),
+ * 2 wherever the input fits (WICK_CUDA_QMV_ONE; read once). */
+long one_block_copy()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_ONE", 1);
+    return v;
 }
 /* Formats whose kernel reads a shared-memory input by LDS: all but Q5_0, whose kernel then
  * spills and was slower (H200, 8192 x 4096, three rounds: m = 1 12.1 -> 12.5-12.6 us, m = 2
@@ -970,11 +980,15 @@ template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_
 template <class P> constexpr bool wide_slices() { return (P::KC == 64 && !P::ADD) || std::is_same<P, wkp::q6_K>::value; }
 template <class P> constexpr int least_rows_for_wide() { return std::is_same<P, wkp::q6_K>::value ? 32 : MAX_ROWS + 1; }
 
-template <class P, int NX, bool XS> wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
+/* ONE: the warps of minb blocks as one block an SM (same registers a thread, one wave),
+ * whose input is copied once an SM. */
+template <class P, int NX, bool XS, bool ONE = false>
+wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
+    constexpr int minb = packed_minb<P>(NX);
     const int slices = (p.m + 4 * NX - 1) / (4 * NX);
-    return launch_geom<qmv_packed_kernel<P, NX, packed_minb<P>(NX), packed_depth<P>(NX), XS>>(
-        c, p, sms, nchunk, 0, packed_minb<P>(NX), slices, NX);
+    return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE>>(
+        c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, ONE ? MAX_WARPS * minb : MAX_WARPS);
 }
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
@@ -983,8 +997,24 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
         if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
         /* A prepared input (a slice's rows) is copied into each block's shared memory when
          * it leaves the SM its blocks (copy_limit). */
-        const int rows = min(p.m, 4 * NX);
-        if (shared_x_loads() && (long)xin_bytes(rows, p.k) <= copy_limit(packed_minb<P>(NX), NX)) {
+        const int rows = min(p.m, 4 * NX), minb = packed_minb<P>(NX);
+        const long need = (long)xin_bytes(rows, p.k), room = copy_limit(minb, NX);
+        /* One block an SM of all the warps its registers allow copies the input once an SM,
+         * and makes one wave where 3 blocks an SM of 6 warps made 1.3 (the 32-element
+         * formats at 1-4 rows; H200, 8192 x 4096: Q4_0 m = 1-4 10.6-11.5 -> 9.9-10.1 us,
+         * Q5_1 13.3-13.8 -> 12.6-12.9, m = 5-6 Q4_0 12.6 -> 12.2, Q8_0 15.2 -> 14.7). For
+         * Q4_K and Q6_K, already one wave, it was slower at 2-5 rows (Q4_K m = 2 11.9 ->
+         * 12.7), so they take it only for an input too large for two blocks (m = 7-8 16.4
+         * against 20.5 read from scratch). WICK_CUDA_QMV_ONE=0: never, 2: wherever it fits. */
+        if constexpr (NX <= 2 && packed_minb<P>(NX) > 1) {
+            const long one = one_block_copy();
+            if (shared_x_loads() && one && (P::KC == 64 || one == 2 || need > room) &&
+                need <= copy_limit(1, NX, MAX_WARPS * minb)) {
+                p.copy_rows = rows;
+                return launch_packed_at<P, NX, true, true>(c, p, sms, nchunk);
+            }
+        }
+        if (shared_x_loads() && need <= room) {
             p.copy_rows = rows;
             return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
         }
