@@ -924,7 +924,9 @@ template <class T> wk_status launch(wk_cuda_ctx *c, params &p)
 }
 
 /* Whether the packed kernel reads an input prepared in its block with shared-memory loads
- * (WICK_CUDA_QMV_LDS=0: generic loads, as before session 17; read once). */
+ * (WICK_CUDA_QMV_LDS=0: generic loads, as before session 17; read once). Every format does,
+ * Q5_0 since session 21 (its kernel had spilled with them; with nvcc 13 it does not: H200,
+ * 8192 x 4096, three rounds, m = 1 12.3 -> 11.6 us, m = 4 13.5 -> 11.7, m = 8 16.4 -> 13.9). */
 bool shared_x_loads()
 {
     static const long v = wk_env_long("WICK_CUDA_QMV_LDS", 1);
@@ -960,11 +962,6 @@ long one_block_copy()
     static const long v = wk_env_long("WICK_CUDA_QMV_ONE", 1);
     return v;
 }
-/* Formats whose kernel reads a shared-memory input by LDS: all but Q5_0, whose kernel then
- * spills and was slower (H200, 8192 x 4096, three rounds: m = 1 12.1 -> 12.5-12.6 us, m = 2
- * 12.2-12.3 -> 12.9-13.0; Q4_1 m = 1 11.3 -> 10.8-10.9, Q4_K 11.7 -> 11.2-11.3, Q6_K 13.1-13.2
- * -> 12.1-12.3, Q4_K m = 2 13.2-13.3 -> 11.9-12.0, Q4_0 and Q8_0 within 0.1). */
-template <class P> constexpr bool lds_input() { return !std::is_same<P, wkp::q5_0>::value; }
 /* Formats that take more than 8 input rows in slices of 12 or 16, one decoded step for three
  * or four mmas: the 32-element formats without an additive term, and Q6_K from 32 rows. At
  * 16 rows Q4_1 and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255
@@ -993,31 +990,29 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
     p.copy_rows = 0;
-    if constexpr (lds_input<P>()) {
-        if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
-        /* A prepared input (a slice's rows) is copied into each block's shared memory when
-         * it leaves the SM its blocks (copy_limit). */
-        const int rows = min(p.m, 4 * NX), minb = packed_minb<P>(NX);
-        const long need = (long)xin_bytes(rows, p.k), room = copy_limit(minb, NX);
-        /* One block an SM of all the warps its registers allow copies the input once an SM,
-         * and makes one wave where 3 blocks an SM of 6 warps made 1.3 (the 32-element
-         * formats at 1-4 rows; H200, 8192 x 4096: Q4_0 m = 1-4 10.6-11.5 -> 9.9-10.1 us,
-         * Q5_1 13.3-13.8 -> 12.6-12.9, m = 5-6 Q4_0 12.6 -> 12.2, Q8_0 15.2 -> 14.7). For
-         * Q4_K and Q6_K, already one wave, it was slower at 2-5 rows (Q4_K m = 2 11.9 ->
-         * 12.7), so they take it only for an input too large for two blocks (m = 7-8 16.4
-         * against 20.5 read from scratch). WICK_CUDA_QMV_ONE=0: never, 2: wherever it fits. */
-        if constexpr (NX <= 2 && packed_minb<P>(NX) > 1) {
-            const long one = one_block_copy();
-            if (shared_x_loads() && one && (P::KC == 64 || one == 2 || need > room) &&
-                need <= copy_limit(1, NX, MAX_WARPS * minb)) {
-                p.copy_rows = rows;
-                return launch_packed_at<P, NX, true, true>(c, p, sms, nchunk);
-            }
-        }
-        if (shared_x_loads() && need <= room) {
+    if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+    /* A prepared input (a slice's rows) is copied into each block's shared memory when
+     * it leaves the SM its blocks (copy_limit). */
+    const int rows = min(p.m, 4 * NX), minb = packed_minb<P>(NX);
+    const long need = (long)xin_bytes(rows, p.k), room = copy_limit(minb, NX);
+    /* One block an SM of all the warps its registers allow copies the input once an SM,
+     * and makes one wave where 3 blocks an SM of 6 warps made 1.3 (the 32-element
+     * formats at 1-4 rows; H200, 8192 x 4096: Q4_0 m = 1-4 10.6-11.5 -> 9.9-10.1 us,
+     * Q5_1 13.3-13.8 -> 12.6-12.9, m = 5-6 Q4_0 12.6 -> 12.2, Q8_0 15.2 -> 14.7). For
+     * Q4_K and Q6_K, already one wave, it was slower at 2-5 rows (Q4_K m = 2 11.9 ->
+     * 12.7), so they take it only for an input too large for two blocks (m = 7-8 16.4
+     * against 20.5 read from scratch). WICK_CUDA_QMV_ONE=0: never, 2: wherever it fits. */
+    if constexpr (NX <= 2 && packed_minb<P>(NX) > 1) {
+        const long one = one_block_copy();
+        if (shared_x_loads() && one && (P::KC == 64 || one == 2 || need > room) &&
+            need <= copy_limit(1, NX, MAX_WARPS * minb)) {
             p.copy_rows = rows;
-            return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+            return launch_packed_at<P, NX, true, true>(c, p, sms, nchunk);
         }
+    }
+    if (shared_x_loads() && need <= room) {
+        p.copy_rows = rows;
+        return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
     }
     return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
 }
