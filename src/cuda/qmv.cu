@@ -937,8 +937,8 @@ bool shared_x_loads()
  * sums of nx accumulator sets, so that the copy costs no occupancy (H200, 8192 x 4096, us,
  * against session 20's 36 KiB: m = 4 Q4_0 11.7 -> 11.2, Q4_1 12.8 -> 11.6, Q4_K 14.3 ->
  * 12.3, Q6_K 15.2 -> 13.7; m = 5 Q4_0 14.3 -> 12.7, Q8_0 16.5 -> 15.0, Q4_K 19.0 -> 15.8;
- * with a block an SM, 8 rows took 40 us against 15.3). WICK_CUDA_QMV_COPY=N sets it (0:
- * never; read once). */
+ * a copy that left an SM one block of 8 warps: 8 rows 40 us against 15.3; ONE below).
+ * WICK_CUDA_QMV_COPY=N sets it (0: never; read once). */
 long copy_limit(int minb, int nx, int bw = MAX_WARPS)
 {
     static const char *e = getenv("WICK_CUDA_QMV_COPY");
