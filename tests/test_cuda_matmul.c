@@ -404,7 +404,7 @@ int main(void)
     test_type(e, WK_TYPE_Q6_K, 32, 1536);
     test_type(e, WK_TYPE_Q4_1, 64, 576);
     /* 3-8 rows of k = 4096: the matrix-vector kernel copies the input (Q4_1: and its sums)
-     * into shared memory up to 6 rows, and reads it from scratch at 7 and 8. */
+     * into shared memory, for one block an SM. */
     test_type(e, WK_TYPE_Q4_0, 48, 4096);
     test_type(e, WK_TYPE_Q4_1, 32, 4096);
     test_rejections(e);

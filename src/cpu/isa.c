@@ -63,10 +63,8 @@ int wk_cpu_streams_log2(void)
     if (l < 0) {
         l = wk_detect_streams_log2();
         const char *env = getenv("WICK_CPU_STREAMS");
-        if (env && env[0] >= '1' && env[0] <= '8' && env[1] == 0) {
-            int v = env[0] - '0';
-            if (v == 1 || v == 2 || v == 4 || v == 8) l = v == 1 ? 0 : v == 2 ? 1 : v == 4 ? 2 : 3;
-        }
+        const int v = env ? atoi(env) : 0;
+        if (v == 1 || v == 2 || v == 4 || v == 8) l = v == 8 ? 3 : v / 2; /* log2 of 1, 2, 4, 8 */
         atomic_store_explicit(&streams_log2, l, memory_order_relaxed);
     }
     return l;

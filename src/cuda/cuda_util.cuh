@@ -87,17 +87,26 @@ __device__ __forceinline__ float rope_rotate(float v, float other, bool odd, flo
     return odd ? other * s + v * c : v * c - other * s;
 }
 
+/* Attribute a of the current GPU, or fallback when it cannot be asked. */
+static inline int wk_cuda_attr_or(cudaDeviceAttr a, int fallback)
+{
+    int dev = 0, v = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess || v < 1) v = fallback;
+    return v;
+}
 /* The current GPU's SM count (1 when it cannot be asked), asked once per file that uses it. */
 static inline int wk_cuda_sm_count(void)
 {
     static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-            sms = 1;
-    }
+    if (!sms) sms = wk_cuda_attr_or(cudaDevAttrMultiProcessorCount, 1);
     return sms;
+}
+/* The shared memory an SM has, in bytes (48 KiB when it cannot be asked), asked once. */
+static inline int wk_cuda_smem_per_sm(void)
+{
+    static int bytes = 0;
+    if (!bytes) bytes = wk_cuda_attr_or(cudaDevAttrMaxSharedMemoryPerMultiprocessor, 48 << 10);
+    return bytes;
 }
 
 /* A measuring switch from the environment: its value as a number, dflt when unset or

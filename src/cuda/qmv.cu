@@ -25,6 +25,7 @@
  * launch, so it starts copying its first weight chunks while the kernel before it still
  * runs, and waits for that kernel only before it reads the input (pdl_wait). */
 #include <cuda_fp16.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ using wkm::mma16816;
 
 constexpr int SEG = 16;     /* elements per step */
 constexpr int MAX_WARPS = 8;
+constexpr size_t MAX_BLOCK_SMEM = 200 << 10; /* dynamic shared memory a matrix-vector block may ask */
 constexpr int MAX_ROWS = 8; /* input rows */
 
 /* Format blocks per chunk. Small chunks (decode's short rows: more warps share k): the
@@ -859,12 +861,12 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
         }
         smem = stage_per_warp * nw + red_bytes(nw, red_sets) +
                (p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0);
-        if (smem > (size_t)200 << 10)
+        if (smem > MAX_BLOCK_SMEM)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
         if (smem > allowed) {
-            WK_CU(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10));
-            allowed = (size_t)200 << 10;
+            WK_CU(cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MAX_BLOCK_SMEM));
+            allowed = MAX_BLOCK_SMEM;
         }
         int per_sm = 0; /* asked only when the launch could exceed one block per SM */
         if (wpg == 1 || blocks <= sms ||
@@ -941,17 +943,9 @@ bool shared_x_loads()
  * WICK_CUDA_QMV_COPY=N sets it (0: never; read once). */
 long copy_limit(int minb, int nx, int bw = MAX_WARPS)
 {
-    static const char *e = getenv("WICK_CUDA_QMV_COPY");
-    static const long forced = e && *e ? wk_env_long("WICK_CUDA_QMV_COPY", 0) : -1;
-    if (forced >= 0) return forced;
-    static int per_sm = 0;
-    if (!per_sm) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) != cudaSuccess)
-            per_sm = 48 << 10;
-    }
-    const long block = min((long)per_sm / minb, 200L << 10); /* launch_geom's bound */
+    static const long forced = wk_env_long("WICK_CUDA_QMV_COPY", LONG_MAX); /* LONG_MAX: unset */
+    if (forced != LONG_MAX) return forced;
+    const long block = min((long)wk_cuda_smem_per_sm() / minb, (long)MAX_BLOCK_SMEM);
     return block - 1024 /* the block's reserve */ - (long)red_bytes(bw, nx);
 }
 /* When the packed kernel copies its input for one block an SM of all the warps its
@@ -990,10 +984,12 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
     p.copy_rows = 0;
-    if (p.inline_x && shared_x_loads()) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+    if (!shared_x_loads()) return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
+    if (p.inline_x) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
     /* A prepared input (a slice's rows) is copied into each block's shared memory when
      * it leaves the SM its blocks (copy_limit). */
-    const int rows = min(p.m, 4 * NX), minb = packed_minb<P>(NX);
+    constexpr int minb = packed_minb<P>(NX);
+    const int rows = min(p.m, 4 * NX);
     const long need = (long)xin_bytes(rows, p.k), room = copy_limit(minb, NX);
     /* One block an SM of all the warps its registers allow copies the input once an SM,
      * and makes one wave where 3 blocks an SM of 6 warps made 1.3 (the 32-element
@@ -1002,19 +998,16 @@ template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p,
      * Q4_K and Q6_K, already one wave, it was slower at 2-5 rows (Q4_K m = 2 11.9 ->
      * 12.7), so they take it only for an input too large for two blocks (m = 7-8 16.4
      * against 20.5 read from scratch). WICK_CUDA_QMV_ONE=0: never, 2: wherever it fits. */
-    if constexpr (NX <= 2 && packed_minb<P>(NX) > 1) {
+    if constexpr (NX <= 2 && minb > 1) {
         const long one = one_block_copy();
-        if (shared_x_loads() && one && (P::KC == 64 || one == 2 || need > room) &&
-            need <= copy_limit(1, NX, MAX_WARPS * minb)) {
+        if (one && (P::KC == 64 || one == 2 || need > room) && need <= copy_limit(1, NX, MAX_WARPS * minb)) {
             p.copy_rows = rows;
             return launch_packed_at<P, NX, true, true>(c, p, sms, nchunk);
         }
     }
-    if (shared_x_loads() && need <= room) {
-        p.copy_rows = rows;
-        return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
-    }
-    return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
+    if (need > room) return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
+    p.copy_rows = rows;
+    return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
 }
 
 /* The packed kernel at its register bound and depth (packed_minb, packed_depth): 1-4 input
