@@ -106,6 +106,7 @@ struct params {
     float *sums_g, *scale_g;
     int xpitch;
     int trace_slot; /* measuring builds (trace.cuh) */
+    bool inline_one; /* host: the inline input prepared in one block an SM (wk_cuda_qmv) */
 };
 
 /* The address of d at step position `step` (0 when the kernel has no position pointer). */
@@ -956,6 +957,14 @@ long one_block_copy()
     static const long v = wk_env_long("WICK_CUDA_QMV_ONE", 1);
     return v;
 }
+/* Whether one input row of a 32-element format, which would be prepared by a launch of its
+ * own and copied into one block an SM, is prepared inside those blocks instead when they
+ * are few enough (wk_cuda_qmv; WICK_CUDA_QMV_INLINE_ONE=0: never; read once). */
+bool inline_one_allowed()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_INLINE_ONE", 1);
+    return v != 0;
+}
 /* Formats that take more than 8 input rows in slices of 12 or 16, one decoded step for three
  * or four mmas: the 32-element formats without an additive term, and Q6_K from 32 rows. At
  * 16 rows Q4_1 and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255
@@ -983,12 +992,16 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 }
 template <class P, int NX> wk_status launch_packed_nx(wk_cuda_ctx *c, params &p, int sms, int nchunk)
 {
+    constexpr int minb = packed_minb<P>(NX);
     p.copy_rows = 0;
     if (!shared_x_loads()) return launch_packed_at<P, NX, false>(c, p, sms, nchunk);
-    if (p.inline_x) return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+    if (p.inline_x) {
+        if constexpr (NX == 1 && minb > 1)
+            if (p.inline_one) return launch_packed_at<P, NX, true, true>(c, p, sms, nchunk);
+        return launch_packed_at<P, NX, true>(c, p, sms, nchunk);
+    }
     /* A prepared input (a slice's rows) is copied into each block's shared memory when
      * it leaves the SM its blocks (copy_limit). */
-    constexpr int minb = packed_minb<P>(NX);
     const int rows = min(p.m, 4 * NX);
     const long need = (long)xin_bytes(rows, p.k), room = copy_limit(minb, NX);
     /* One block an SM of all the warps its registers allow copies the input once an SM,
@@ -1129,13 +1142,26 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
          * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
          * 49152 x 576 head 9.9 inside, 11.3 outside). */
         int nchunk = 1, minb = 2;
+        bool small_blocks = false; /* a 32-element format (launch_packed_nx's one block an SM) */
         wkp::with_format(base, [&](auto fmt) {
             using P = decltype(fmt);
             nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4 ? 2 : 1);
+            small_blocks = P::KC == 64;
         });
         const int sms = wk_cuda_sm_count();
-        const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, minb), sms);
-        p.inline_x = j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
+        auto inline_fits = [&](int mb, int bw) {
+            const int rg = groups_per_block(groups, first_wpg(groups, nchunk, sms, mb, bw), sms, bw);
+            return j->m * j->k <= inline_limit() && (groups + rg - 1) / rg * j->m * j->k <= inline_total() / 2;
+        };
+        p.inline_x = inline_fits(minb, MAX_WARPS);
+        /* One row that would be prepared apart and copied into one block an SM is prepared
+         * in those blocks, a quarter as many (H200, 8192 x 4096, m = 1, us: Q4_0 9.9 -> 9.6,
+         * Q4_1 10.6 -> 10.2, Q5_1 12.7 -> 12.3, Q8_0 12.9 -> 12.4). Not for two rows, which
+         * a block prepares one after the other (10.0 -> 11.5), nor where smaller blocks
+         * prepare it already (the 49152 x 576 output head: 7.6 -> 8.4 as one block an SM). */
+        p.inline_one = !p.inline_x && small_blocks && j->m == 1 && one_block_copy() && inline_one_allowed() &&
+                       inline_fits(1, MAX_WARPS * minb);
+        p.inline_x = p.inline_x || p.inline_one;
     } else {
         p.inline_x = j->m * j->k <= inline_limit() && groups * j->m * j->k <= inline_total();
     }
