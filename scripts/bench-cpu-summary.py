@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Medians and ratios of scripts/bench-cpu.sh's rounds: per type and m, the ms of each form,
 quantized over the f32 form, quantized per weight byte over Q8_0's, f16 input over f32
-input, and at m = 1 the quantized form's GB/s and share of the read bandwidth measured in
-the same invocation. Also writes OUTDIR/medians.csv: the median ms and GB/s of every
-(type, m, form, input dtype) in the command's CSV columns, plus the input dtype."""
+input (the median of each round's ratio where one invocation timed both, column x), and at
+m = 1 the quantized form's GB/s and share of the read bandwidth measured in the same
+invocation. Also writes OUTDIR/medians.csv: the median ms and GB/s of every (type, m, form,
+input dtype) in the command's CSV columns. Older rounds kept the f16 input in files of
+their own (-xf16.csv)."""
 import csv
 import glob
 import os
@@ -13,12 +15,26 @@ import sys
 
 out = sys.argv[1]
 ms = {}      # (type, m, form, x) -> [ms per round]
+pair = {}    # (type, m, form) -> [f16 input ms / f32 input ms, per invocation that timed both]
 bytes_ = {}  # type -> weight bytes of the quantized form
 share = {}   # type -> [m=1 quantized GB/s over the invocation's probe]
+def dtype(path, row):
+    return row.get("x") or ("f16" if path.endswith("-xf16.csv") else "f32")
+
+
 for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
-    x = "f16" if path.endswith("-xf16.csv") else "f32"
+    seen = {}
     with open(path) as f:
         for row in csv.DictReader(f):
+            x = dtype(path, row)
+            seen[(row["type"], int(row["m"]), row["form"], x)] = float(row["ms"])
+    for (t, m, form, x), v in seen.items():
+        if x == "f16" and (t, m, form, "f32") in seen:
+            pair.setdefault((t, m, form), []).append(v / seen[(t, m, form, "f32")])
+for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            x = dtype(path, row)
             key = (row["type"], int(row["m"]), row["form"], x)
             ms.setdefault(key, []).append(float(row["ms"]))
             # F16 weights run one dense kernel for the quantized and precise requests (the
@@ -30,9 +46,9 @@ for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
                     bytes_[row["type"]] = float(row["gbps"]) * float(row["ms"]) * 1e6
 gbps = {}
 for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
-    x = "f16" if path.endswith("-xf16.csv") else "f32"
     with open(path) as f:
         for row in csv.DictReader(f):
+            x = dtype(path, row)
             gbps.setdefault((row["type"], int(row["m"]), row["form"], x), []).append(float(row["gbps"]))
 with open(os.path.join(out, "medians.csv"), "w") as f:
     f.write("type,m,form,device,threads,ms,gbps,x\n")
@@ -61,16 +77,26 @@ types = [t for t in order if t in found] + sorted(found - set(order))
 forms = ["quantized", "f32", "f16", "precise"]
 rounds = max(len(v) for v in ms.values())
 print(f"# medians of {rounds} rounds, ms per call (F16 weights: the dense kernel in the quantized column)")
-print("type     m   quantized       f32       f16   precise   q/f32  q/Q8_0 per byte  xf16/xf32 (q, precise)")
+print("type     m   quantized       f32       f16   precise   q/f32  q/Q8_0 per byte  x f16 / x f32 (q, f32, f16, precise)")
+
+
+def xratio(t, m, form):
+    """f16 input over f32 input: side by side where one invocation timed both, else the medians' quotient."""
+    if t == "f16" and form == "quantized":
+        form = "precise"  # F16 weights' one dense kernel
+    if pair.get((t, m, form)):
+        return med(pair[(t, m, form)])
+    return med(ms.get((t, m, form, "f16"), [])) / med(ms.get((t, m, form, "f32"), []))
+
+
 for t in types:
     for m in sorted({k[1] for k in ms if k[0] == t}):
         v = {f: med(ms.get((t, m, f, "f32"), [])) for f in forms}
         q8 = med(ms.get(("q8_0", m, "quantized", "f32"), []))
         pb = (v["quantized"] / bytes_[t]) / (q8 / bytes_["q8_0"]) if t in bytes_ and "q8_0" in bytes_ else float("nan")
-        xq = med(ms.get((t, m, "quantized", "f16"), [])) / v["quantized"]
-        xp = med(ms.get((t, m, "precise", "f16"), [])) / v["precise"]
+        xr = " ".join(f"{xratio(t, m, f):5.2f}" for f in forms)
         print(f"{t:6} {m:3} {v['quantized']:11.3f} {v['f32']:9.3f} {v['f16']:9.3f} {v['precise']:9.3f}"
-              f" {v['quantized'] / v['f32']:7.2f} {pb:8.2f}        {xq:5.2f} {xp:5.2f}")
+              f" {v['quantized'] / v['f32']:7.2f} {pb:8.2f}        {xr}")
 print("m=1 quantized: GB/s (median) and share of the same invocation's read bandwidth (median, range)")
 for t in types:
     s = share.get(t, [])

@@ -265,7 +265,10 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
 
     if (c->blas) {
 #if defined(WICK_HAVE_OPENBLAS)
-        if (j.xf) wk_pool_run_flexible(ce->pool, wk_forward_worker, &j);
+        /* The input's conversion on this thread: a pool run would leave its workers
+         * spinning on the cores that OpenBLAS's own threads then need (an f16 input took
+         * 2-5 times the f32 input's time at [1024, 512]; a row of k converts in microseconds). */
+        if (j.xf) wk_forward_worker(&j, 0, 1);
         const float *xin = j.xf ? j.xf : (const float *)x;
         if (m == 1)
             cblas_sgemv(CblasRowMajor, CblasNoTrans, (blasint)n, (blasint)k, 1.0f, c->w, (blasint)k,

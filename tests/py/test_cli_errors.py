@@ -78,6 +78,25 @@ def too_many_threads():
     return error_line(err)
 
 
+def bench_both_dtypes():
+    """--x f32,f16: every form checked and timed with both inputs; the f16 line carries the ratios."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.csv")
+        rc, out, err = run(["bench", "matmul", "--n", "64", "--k", "256", "--types", "q4_0", "--m", "1,3",
+                            "--x", "f32,f16", "--no-rotate", "--csv", path] + FAST)
+        if rc != 0:
+            raise Failure(f"exit {rc}\n{tail(err)}")
+        text = out.decode() if isinstance(out, bytes) else out
+        if text.count("x f16") != 2 or "(" not in text:
+            raise Failure(f"expected an f16 line per row count\n{text}")
+        rows = open(path).read().splitlines()
+        if rows[0] != "type,m,form,device,threads,ms,gbps,x" or len(rows) != 1 + 2 * 4 * 2:
+            raise Failure(f"csv: {rows[:3]} ... {len(rows)} lines")
+        if {r.split(",")[-1] for r in rows[1:]} != {"f32", "f16"}:
+            raise Failure("csv: both input dtypes expected in column x")
+    return f"{len(rows) - 1} csv rows"
+
+
 def runs_env(args, env):
     rc, _, err = run(args, env=env)
     if rc != 0:
@@ -142,6 +161,10 @@ def main():
     suite.case("--device tpu", usage, ["run", "--device", "tpu"], "--device", "tpu")
     suite.case("--matmul fast", usage, ["run", "--matmul", "fast"], "--matmul", "fast")
     suite.case("--matmul auto", usage, ["run", "--matmul", "auto"], "--matmul")
+    suite.case("bench matmul --x bf16", usage, ["bench", "matmul", "--x", "bf16"], "--x", "bf16")
+    suite.case("bench matmul --x f32,bf16", usage, ["bench", "matmul", "--x", "f32,bf16"], "--x", "f32,bf16")
+    suite.case("bench matmul --x f32,f32", usage, ["bench", "matmul", "--x", "f32,f32"], "--x", "f32,f32")
+    suite.case("bench matmul, both input dtypes", bench_both_dtypes)
 
     # ---- model files ----
     suite.case("missing model", error, ["run", "-m", os.path.join(d, "nope.gguf"), "-p", "hi"],

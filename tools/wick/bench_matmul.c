@@ -2,7 +2,9 @@
  * every form, m input rows; each result is checked against a float64 reference (of the
  * dequantized weight) before it is timed; 3 warm-ups, then 7 batches, the best batch's
  * mean per call. It also measures the machine's read bandwidth with the same threads
- * and reports each m = 1 result as a share of it. */
+ * and reports each m = 1 result as a share of it. With two input dtypes (--x f32,f16)
+ * each configuration is timed with both in turn, twice, so that their ratio is measured
+ * side by side rather than across invocations of a machine whose bandwidth moves. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "core/error.h"
 #include "cpu/bandwidth.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
@@ -19,15 +22,16 @@
 
 static const char *const usage =
     "usage: wick bench matmul [--n N] [--k K] [--types LIST] [--m LIST] [--forms LIST]\n"
-    "                         [--device cpu|cuda] [-t THREADS] [--csv FILE] [--x f32|f16] [--no-rotate]\n"
+    "                         [--device cpu|cuda] [-t THREADS] [--csv FILE] [--x f32|f16|f32,f16] [--no-rotate]\n"
     "  --n, --k     weight shape [n, k] (default 8192 x 4096)\n"
     "  --types      comma-separated weight types (default q8_0,q4_k,q4_0,q5_0,q6_k,q4_1,q2_k,f16)\n"
     "  --m          comma-separated input row counts (default 1,2,4,8,16,64,256)\n"
     "  --forms      comma-separated forms: quantized,f32,f16,precise (default all)\n"
     "  --device     cpu (default) or cuda\n"
     "  -t           threads (default WICK_NUM_THREADS, else the number of cores)\n"
-    "  --csv        also write rows type,m,form,device,threads,ms,gbps to FILE\n"
-    "  --x          input dtype: f32 (default) or f16\n"
+    "  --csv        also write rows type,m,form,device,threads,ms,gbps,x to FILE\n"
+    "  --x          input dtype: f32 (default) or f16, or both (timed in turn; the second's\n"
+    "               times printed under the first's with their ratio)\n"
     "  --no-rotate  time one copy of each weight (by default calls rotate over enough copies\n"
     "               to make 384 MiB on the GPU, 4x the last-level cache on the CPU, so that\n"
     "               weights come from memory, not the cache)\n";
@@ -72,7 +76,8 @@ typedef struct {
     FILE *csv;
     double bw; /* GB/s, or <= 0 when not measured */
     bool rotate; /* several copies of each weight (off with --no-rotate) */
-    wk_type x_type; /* input dtype: F32 (default) or F16 (--x f16) */
+    wk_type x_types[2]; /* input dtypes: F32 (default) and/or F16 (--x) */
+    int n_x;
 } bench_ctx;
 
 /* Check y (rows 0 and m-1, every 4th column) against float64 of the dequantized weight. */
@@ -121,18 +126,25 @@ static double time_forward(wk_engine *e, wk_qmatmul **mm, int copies, const void
     return best * 1e3;
 }
 
-/* x in the input dtype on the device; for f16 the values are rounded in place, so that
- * the reference sees what the matmul sees. */
-static wk_status upload_x(bench_ctx *b, void *dx, float *x, int64_t count)
+/* x in each input dtype on the device, dx[i] for x_types[i]. With an f16 input the values
+ * are rounded to f16 in place first, so that the reference and both dtypes see the same
+ * numbers. */
+static wk_status upload_x(bench_ctx *b, void **dx, float *x, int64_t count)
 {
-    if (b->x_type == WK_TYPE_F32) return wk_engine_upload(b->e, dx, x, sizeof(float) * (size_t)count);
-    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)count);
-    if (!h) return WK_ERR_NOMEM;
-    for (int64_t i = 0; i < count; i++) {
-        h[i] = wk_f32_to_f16(x[i]);
-        x[i] = wk_f16_to_f32(h[i]);
-    }
-    wk_status st = wk_engine_upload(b->e, dx, h, sizeof(uint16_t) * (size_t)count);
+    uint16_t *h = NULL;
+    for (int i = 0; i < b->n_x; i++)
+        if (b->x_types[i] == WK_TYPE_F16 && !h) {
+            h = malloc(sizeof(uint16_t) * (size_t)count);
+            if (!h) return wk_fail(WK_ERR_NOMEM, "no memory for the f16 input");
+            for (int64_t j = 0; j < count; j++) {
+                h[j] = wk_f32_to_f16(x[j]);
+                x[j] = wk_f16_to_f32(h[j]);
+            }
+        }
+    wk_status st = WK_OK;
+    for (int i = 0; i < b->n_x && !st; i++)
+        st = b->x_types[i] == WK_TYPE_F16 ? wk_engine_upload(b->e, dx[i], h, sizeof(uint16_t) * (size_t)count)
+                                          : wk_engine_upload(b->e, dx[i], x, sizeof(float) * (size_t)count);
     free(h);
     return st;
 }
@@ -158,16 +170,18 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
         return cli_error("bench matmul: %s: %s", wk_type_name(t), wk_last_error());
     }
     /* Device buffers for x and y (host memory for the CPU engine). */
-    void *dx = NULL, *dy = NULL;
-    if (wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * k), &dx) ||
-        wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * n), &dy) ||
-        upload_x(b, dx, x, max_m * k)) {
+    void *dx[2] = {NULL, NULL}, *dy = NULL;
+    if (wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * k), &dx[0]) ||
+        (b->n_x > 1 && wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * k), &dx[1])) ||
+        wk_engine_alloc(b->e, sizeof(float) * (size_t)(max_m * n), &dy) || upload_x(b, dx, x, max_m * k)) {
+        for (int i = 0; i < 2; i++) wk_engine_free_buffer(b->e, dx[i]);
+        wk_engine_free_buffer(b->e, dy);
         wk_qtensor_free(w0);
         free(wf), free(x), free(y);
         return cli_error("bench matmul: %s", wk_last_error());
     }
 
-    double ms_table[MAX_LIST][MAX_LIST];
+    double ms_table[MAX_LIST][MAX_LIST][2];
     wk_form resolved[MAX_LIST];
     bool done[MAX_LIST] = {false};
     size_t wbytes[MAX_LIST] = {0};
@@ -213,20 +227,27 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
         double tol = resolved[fi] == WK_FORM_QUANTIZED ? 3e-2 : resolved[fi] == WK_FORM_F16 ? 3e-3 : 1e-4;
         for (int mi = 0; mi < n_ms && !rc; mi++) {
             int64_t m = ms[mi];
-            if (wk_qmatmul_forward(mm[0], dx, b->x_type, m, k, dy) || wk_engine_synchronize(b->e) ||
-                wk_engine_download(b->e, y, dy, sizeof(float) * (size_t)(m * n))) {
-                rc = cli_error("bench matmul: %s %s m=%lld: %s", wk_type_name(t),
-                               wk_form_name(resolved[fi]), (long long)m, wk_last_error());
-                break;
+            for (int xi = 0; xi < b->n_x && !rc; xi++) {
+                const char *xn = wk_type_name(b->x_types[xi]);
+                if (wk_qmatmul_forward(mm[0], dx[xi], b->x_types[xi], m, k, dy) || wk_engine_synchronize(b->e) ||
+                    wk_engine_download(b->e, y, dy, sizeof(float) * (size_t)(m * n))) {
+                    rc = cli_error("bench matmul: %s %s m=%lld x %s: %s", wk_type_name(t),
+                                   wk_form_name(resolved[fi]), (long long)m, xn, wk_last_error());
+                    break;
+                }
+                double err = check_error(wf, x, y, m, n, k);
+                if (!(err <= tol))
+                    rc = cli_error("bench matmul: %s %s m=%lld x %s: relative error %.3g against the float64 "
+                                   "reference exceeds %.3g", wk_type_name(t), wk_form_name(resolved[fi]),
+                                   (long long)m, xn, err, tol);
             }
-            double err = check_error(wf, x, y, m, n, k);
-            if (!(err <= tol)) {
-                rc = cli_error("bench matmul: %s %s m=%lld: relative error %.3g against the float64 "
-                               "reference exceeds %.3g", wk_type_name(t), wk_form_name(resolved[fi]),
-                               (long long)m, err, tol);
-                break;
-            }
-            ms_table[fi][mi] = time_forward(b->e, mm, copies, dx, b->x_type, m, k, dy);
+            /* One dtype: one timing. Two: each in turn, twice, the best of each. */
+            for (int xi = 0; xi < b->n_x; xi++) ms_table[fi][mi][xi] = 1e30;
+            for (int r = 0; r < (b->n_x > 1 ? 2 : 1) && !rc; r++)
+                for (int xi = 0; xi < b->n_x; xi++) {
+                    double t_ms = time_forward(b->e, mm, copies, dx[xi], b->x_types[xi], m, k, dy);
+                    if (t_ms < ms_table[fi][mi][xi]) ms_table[fi][mi][xi] = t_ms;
+                }
         }
         done[fi] = !rc;
         for (int ci = 0; ci < MAX_COPIES; ci++) wk_qmatmul_free(mm[ci]);
@@ -239,28 +260,38 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
         printf("%-5s m=%-4lld", name, (long long)ms[mi]);
         for (int fi = 0; fi < n_forms; fi++) {
             if (!done[fi]) continue;
-            printf("  %s %.3f ms", wk_form_name(resolved[fi]), ms_table[fi][mi]);
+            printf("  %s %.3f ms", wk_form_name(resolved[fi]), ms_table[fi][mi][0]);
         }
         if (ms[mi] == 1 && b->bw > 0) {
             for (int fi = 0; fi < n_forms; fi++) {
                 if (!done[fi]) continue;
-                double gbps = (double)wbytes[fi] / (ms_table[fi][mi] * 1e-3) / 1e9;
+                double gbps = (double)wbytes[fi] / (ms_table[fi][mi][0] * 1e-3) / 1e9;
                 printf("%s%s %.0f%%", fi == 0 ? "  | share of read bandwidth:" : ",",
                        wk_form_name(resolved[fi]), 100.0 * gbps / b->bw);
             }
         }
         printf("\n");
-        if (b->csv)
+        if (b->n_x > 1) { /* the second dtype's times and their ratio to the first's */
+            printf("      x %-5s", wk_type_name(b->x_types[1]));
             for (int fi = 0; fi < n_forms; fi++) {
                 if (!done[fi]) continue;
-                double gbps = (double)wbytes[fi] / (ms_table[fi][mi] * 1e-3) / 1e9;
-                fprintf(b->csv, "%s,%lld,%s,%s,%d,%.4f,%.2f\n", wk_type_name(t), (long long)ms[mi],
-                        wk_form_name(resolved[fi]), wk_device_name(wk_engine_device(b->e)),
-                        wk_engine_threads(b->e), ms_table[fi][mi], gbps);
+                printf("  %s %.3f ms (%.2f)", wk_form_name(resolved[fi]), ms_table[fi][mi][1],
+                       ms_table[fi][mi][1] / ms_table[fi][mi][0]);
             }
+            printf("\n");
+        }
+        if (b->csv)
+            for (int xi = 0; xi < b->n_x; xi++)
+                for (int fi = 0; fi < n_forms; fi++) {
+                    if (!done[fi]) continue;
+                    double gbps = (double)wbytes[fi] / (ms_table[fi][mi][xi] * 1e-3) / 1e9;
+                    fprintf(b->csv, "%s,%lld,%s,%s,%d,%.4f,%.2f,%s\n", wk_type_name(t), (long long)ms[mi],
+                            wk_form_name(resolved[fi]), wk_device_name(wk_engine_device(b->e)),
+                            wk_engine_threads(b->e), ms_table[fi][mi][xi], gbps, wk_type_name(b->x_types[xi]));
+                }
     }
     fflush(stdout);
-    wk_engine_free_buffer(b->e, dx);
+    for (int i = 0; i < 2; i++) wk_engine_free_buffer(b->e, dx[i]);
     wk_engine_free_buffer(b->e, dy);
     wk_qtensor_free(w0);
     free(wf), free(x), free(y);
@@ -269,7 +300,7 @@ static int bench_type(bench_ctx *b, wk_type t, char **forms, int n_forms, const 
 
 int cmd_bench_matmul(int argc, char **argv)
 {
-    bench_ctx b = {.n = 8192, .k = 4096, .rotate = true, .x_type = WK_TYPE_F32};
+    bench_ctx b = {.n = 8192, .k = 4096, .rotate = true, .x_types = {WK_TYPE_F32}, .n_x = 1};
     char types_buf[512] = "q8_0,q4_k,q4_0,q5_0,q6_k,q4_1,q2_k,f16";
     char ms_buf[256] = "1,2,4,8,16,64,256";
     char forms_buf[256] = "quantized,f32,f16,precise";
@@ -304,9 +335,14 @@ int cmd_bench_matmul(int argc, char **argv)
             if (!parse_i64(v, &t) || t > 1024) return cli_usage_error("bench matmul: bad -t '%s'", v);
             threads = (int)t;
         } else if (!strcmp(a, "--x")) {
-            if (!strcmp(v, "f32")) b.x_type = WK_TYPE_F32;
-            else if (!strcmp(v, "f16")) b.x_type = WK_TYPE_F16;
-            else return cli_usage_error("bench matmul: --x must be f32 or f16, not '%s'", v);
+            if (!strcmp(v, "f32") || !strcmp(v, "f16")) {
+                b.x_types[0] = v[1] == '3' ? WK_TYPE_F32 : WK_TYPE_F16, b.n_x = 1;
+            } else if (!strcmp(v, "f32,f16") || !strcmp(v, "f16,f32")) {
+                b.x_types[0] = v[1] == '3' ? WK_TYPE_F32 : WK_TYPE_F16;
+                b.x_types[1] = b.x_types[0] == WK_TYPE_F32 ? WK_TYPE_F16 : WK_TYPE_F32, b.n_x = 2;
+            } else {
+                return cli_usage_error("bench matmul: --x must be f32, f16 or f32,f16, not '%s'", v);
+            }
         } else if (!strcmp(a, "--csv")) {
             b.csv_path = v;
         } else {
@@ -345,11 +381,12 @@ int cmd_bench_matmul(int argc, char **argv)
             wk_engine_free(b.e);
             return cli_error("bench matmul: cannot write '%s'", b.csv_path);
         }
-        fprintf(b.csv, "type,m,form,device,threads,ms,gbps\n");
+        fprintf(b.csv, "type,m,form,device,threads,ms,gbps,x\n");
     }
     if (dev == WK_DEVICE_CPU) b.bw = wk_cpu_read_bandwidth(b.e, 0, 5);
-    printf("matmul [n, k] = [%lld, %lld], x %s, device %s, %d threads", (long long)b.n, (long long)b.k,
-           wk_type_name(b.x_type), wk_device_name(dev), wk_engine_threads(b.e));
+    printf("matmul [n, k] = [%lld, %lld], x %s%s%s, device %s, %d threads", (long long)b.n, (long long)b.k,
+           wk_type_name(b.x_types[0]), b.n_x > 1 ? ", " : "", b.n_x > 1 ? wk_type_name(b.x_types[1]) : "",
+           wk_device_name(dev), wk_engine_threads(b.e));
     if (b.bw > 0) printf(", read bandwidth %.1f GB/s", b.bw);
     printf("\n");
     int rc = 0;
