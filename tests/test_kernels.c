@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#include "cpu/ops_internal.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
 #include "quant/traits.h"
@@ -569,6 +570,48 @@ static void test_repacked_avx512_vs_avx2(void)
     }
 }
 
+/* The llama.cpp-order kernels of the 32-element formats (the model's quantized form): the
+ * AVX-512 one, two rows a register, gives the AVX2 one's bits for every row count (1-11:
+ * full passes of 4 and of 8, an odd last row) and several groups. */
+static void test_exact_avx512_vs_avx2(void)
+{
+    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
+    const int64_t ks[] = {32, 96, 576}, n = 24; /* 3 groups */
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const wk_type t = types[ti];
+            const wk_type_traits *tr = wk_traits(t);
+            const bool q8_1 = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+            const wk_type_traits *at = wk_traits(q8_1 ? WK_TYPE_Q8_1 : WK_TYPE_Q8_0);
+            const int64_t k = ks[ki], m = 11;
+            const size_t row_bytes = (size_t)(k / 32) * tr->block_bytes, xs = (size_t)(k / 32) * at->block_bytes;
+            float *f = malloc(sizeof(float) * (size_t)(n * k)), *xf = malloc(sizeof(float) * (size_t)(m * k));
+            uint8_t *rows = malloc(row_bytes * n), *packed = malloc(row_bytes * n), *xq = malloc(xs * m);
+            float *y2 = malloc(sizeof(float) * (size_t)(m * n)), *y5 = malloc(sizeof(float) * (size_t)(m * n));
+            for (int64_t i = 0; i < n * k; i++) f[i] = rnd() * (1 + i % 7);
+            for (int64_t i = 0; i < m * k; i++) xf[i] = rnd() * (1 + i % 5);
+            for (int64_t r = 0; r < n; r++) tr->from_f32(f + r * k, rows + r * row_bytes, k);
+            for (int64_t g = 0; g < n / 8; g++) wk_cpu_repack_group(t, rows + g * 8 * row_bytes, packed + g * 8 * row_bytes, k);
+            for (int64_t r = 0; r < m; r++) {
+                if (q8_1) wk_avx2_act_q8_1(xf + r * k, xq + r * xs, k);
+                else wk_avx2_act_q8_0(xf + r * k, xq + r * xs, k);
+            }
+            for (int64_t rows_m = 1; rows_m <= m; rows_m++) {
+                memset(y2, 0xff, sizeof(float) * (size_t)(m * n));
+                memset(y5, 0xff, sizeof(float) * (size_t)(m * n));
+                wk_avx2_exact_groups(t, k, packed, 0, n / 8, xq, xs, rows_m, y2, (size_t)n);
+                wk_avx512_exact_groups(t, k, packed, 0, n / 8, xq, xs, rows_m, y5, (size_t)n);
+                CHECK_MSG(memcmp(y2, y5, sizeof(float) * (size_t)(rows_m * n)) == 0,
+                          "%s k=%lld m=%lld: the AVX-512 llama-order kernel differs from the AVX2 one", tr->name,
+                          (long long)k, (long long)rows_m);
+                /* rows past m untouched */
+                CHECK_MSG(memcmp(y5 + rows_m * n, y2 + rows_m * n, sizeof(float) * (size_t)((m - rows_m) * n)) == 0,
+                          "%s k=%lld m=%lld: rows past m written", tr->name, (long long)k, (long long)rows_m);
+            }
+            free(f), free(xf), free(rows), free(packed), free(xq), free(y2), free(y5);
+        }
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
@@ -598,6 +641,7 @@ int main(void)
         test_q6_K_extremes(WK_ISA_AVX512);
         test_q2_K_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
+        test_exact_avx512_vs_avx2();
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

@@ -303,6 +303,11 @@ typedef struct {
     const void *xq;
     size_t xs;
     int64_t m, chunk;
+    /* The AVX-512 kernel of the formats without a min, for several rows (the same bits;
+     * Zen 5, 2 threads, 139-token prefill, four alternated runs: Q4_K_M file, mostly Q5_0,
+     * 156-160 -> 146-149 ms, Q8_0 135-143 -> 114-138; Q4_1 137-140 -> 144-146, so not for
+     * the formats with a min; one row wastes half of every register, so decode keeps AVX2). */
+    bool avx512;
     atomic_llong next;
 } exact_job;
 
@@ -342,6 +347,9 @@ static void exact_task(void *arg, int ith, int nth)
             if (w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K)
                 wk_avx2_exact_groups_k(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m,
                                        j->y[i], (size_t)mm->n);
+            else if (j->avx512 && j->m > 1 && w->type != WK_TYPE_Q4_1 && w->type != WK_TYPE_Q5_1)
+                wk_avx512_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
+                                       (size_t)mm->n);
             else
                 wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
                                      (size_t)mm->n);
@@ -375,7 +383,7 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         else at->from_f32(x + r * k, row, k); /* Q8_K: llama.cpp rounds as the reference does */
     }
     int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
-    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m};
+    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .avx512 = ce->isa >= WK_ISA_AVX512};
     int64_t total_groups = 0;
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];

@@ -17,10 +17,10 @@
 
 #include "core/half.h"
 #include "cpu/ops_internal.h"
+#include "cpu/x86/exact_block_x86.h"
 #include "cpu/x86/q6x8_avx2.h"
 #include "quant/blocks.h"
 
-#define WK_INLINE static inline __attribute__((always_inline))
 
 /* Codes of one block of 32: amax, d and the rounded codes. */
 WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
@@ -75,64 +75,6 @@ void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
         y[b].s = wk_float_to_half(d * (float)sum);
     }
 }
-
-WK_INLINE __m256i wk_bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-/* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
-WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
-{
-    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
-
-/* One block of a group, decoded once for every activation row: the weights of lane l as
- * bytes ready for _mm256_maddubs_epi16 (w[l]: unsigned codes, or the absolute values of
- * signed ones) and, for signed formats, the signs to move onto the activation (sg[l]). */
-WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m256i sg[8])
-{
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    if (t == WK_TYPE_Q8_0) {
-        for (int s = 0; s < 8; s++) {
-            sg[s] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
-            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
-        }
-        return;
-    }
-    int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
-    int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
-    bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
-    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
-    __m256i plane = q5 ? _mm256_loadu_si256((const __m256i *)(blk + poff)) : _mm256_setzero_si256();
-    for (int s = 0; s < 4; s++) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + qoff + 32 * s));
-        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        if (q5) {
-            lo = _mm256_or_si256(lo, wk_plane_bit4(plane, 2 * s));
-            hi = _mm256_or_si256(hi, wk_plane_bit4(plane, 2 * s + 1));
-        }
-        if (has_min) {
-            w[s] = lo;
-            w[4 + s] = hi;
-        } else {
-            __m256i off = _mm256_set1_epi8(q5 ? 16 : 8);
-            sg[s] = _mm256_sub_epi8(lo, off);
-            sg[4 + s] = _mm256_sub_epi8(hi, off);
-            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
-            w[4 + s] = _mm256_sign_epi8(sg[4 + s], sg[4 + s]);
-        }
-    }
-}
-
-/* Activation byte offset of lane l within a block: elements 4l..4l+3 (Q8_0 weights), or
- * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
-WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
 
 enum { WK_ROWS = 8 }; /* activation rows per pass over a group's weights */
 
@@ -191,12 +133,7 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
                           size_t x_stride, int64_t m, float *y, size_t ldy)
 {
     int64_t nb = k / 32;
-    size_t blk_bytes = t == WK_TYPE_Q8_0 ? sizeof(wk_block_q8_0)
-                       : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
-                       : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
-                       : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
-                                           : sizeof(wk_block_q5_1);
-    size_t act_bytes = (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    size_t blk_bytes = wk_exact_blk_bytes(t), act_bytes = wk_exact_act_bytes(t);
     size_t group_stride = (size_t)nb * 8 * blk_bytes;
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;

@@ -1,0 +1,93 @@
+/* One block of a repacked 8-column group of a 32-element format (Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q8_0; layouts in src/cpu/repack.h), decoded for llama.cpp's order of operations: shared by
+ * the AVX2 kernels (ops_matmul_avx2.c) and the AVX-512 ones (ops_matmul_avx512.c), which
+ * must give the same bits. Included by files built with AVX2 or more. */
+#ifndef WICK_CPU_X86_EXACT_BLOCK_X86_H
+#define WICK_CPU_X86_EXACT_BLOCK_X86_H
+
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quant/blocks.h"
+#include "wick/common.h"
+
+#ifndef WK_INLINE
+#define WK_INLINE static inline __attribute__((always_inline))
+#endif
+
+WK_INLINE __m256i wk_bcast4(const int8_t *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+
+WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+/* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
+WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
+{
+    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* One block of a group, decoded once for every activation row: the weights of lane l as
+ * bytes ready for _mm256_maddubs_epi16 (w[l]: unsigned codes, or the absolute values of
+ * signed ones) and, for signed formats, the signs to move onto the activation (sg[l]). */
+WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m256i sg[8])
+{
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    if (t == WK_TYPE_Q8_0) {
+        for (int s = 0; s < 8; s++) {
+            sg[s] = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+        }
+        return;
+    }
+    int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
+    int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
+    bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
+    bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    __m256i plane = q5 ? _mm256_loadu_si256((const __m256i *)(blk + poff)) : _mm256_setzero_si256();
+    for (int s = 0; s < 4; s++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(blk + qoff + 32 * s));
+        __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        if (q5) {
+            lo = _mm256_or_si256(lo, wk_plane_bit4(plane, 2 * s));
+            hi = _mm256_or_si256(hi, wk_plane_bit4(plane, 2 * s + 1));
+        }
+        if (has_min) {
+            w[s] = lo;
+            w[4 + s] = hi;
+        } else {
+            __m256i off = _mm256_set1_epi8(q5 ? 16 : 8);
+            sg[s] = _mm256_sub_epi8(lo, off);
+            sg[4 + s] = _mm256_sub_epi8(hi, off);
+            w[s] = _mm256_sign_epi8(sg[s], sg[s]);
+            w[4 + s] = _mm256_sign_epi8(sg[4 + s], sg[4 + s]);
+        }
+    }
+}
+
+/* Activation byte offset of lane l within a block: elements 4l..4l+3 (Q8_0 weights), or
+ * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
+WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
+
+/* Bytes of one weight block and of one activation block (Q8_1 for the formats with a min,
+ * else Q8_0). */
+WK_INLINE size_t wk_exact_blk_bytes(wk_type t)
+{
+    return t == WK_TYPE_Q8_0   ? sizeof(wk_block_q8_0)
+           : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
+           : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
+           : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
+                               : sizeof(wk_block_q5_1);
+}
+WK_INLINE size_t wk_exact_act_bytes(wk_type t)
+{
+    return (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+}
+
+#endif
