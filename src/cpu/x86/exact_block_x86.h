@@ -75,19 +75,37 @@ WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m2
  * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
 WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
 
-/* Bytes of one weight block and of one activation block (Q8_1 for the formats with a min,
- * else Q8_0). */
-WK_INLINE size_t wk_exact_blk_bytes(wk_type t)
+/* Block b of a group (8 columns' blocks of blk_bytes each): its bytes 2 KiB ahead
+ * prefetched, then decoded; returns where it lies (its scales lead it). */
+WK_INLINE const uint8_t *wk_exact_block(wk_type t, const uint8_t *wg, int64_t b, size_t blk_bytes, __m256i w[8],
+                                        __m256i sg[8])
 {
-    return t == WK_TYPE_Q8_0   ? sizeof(wk_block_q8_0)
-           : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
-           : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
-           : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
-                               : sizeof(wk_block_q5_1);
+    const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
+    _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
+    _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
+    _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
+    wk_decode_block(t, blk, w, sg);
+    return blk;
 }
-WK_INLINE size_t wk_exact_act_bytes(wk_type t)
+
+/* A repacked weight's geometry: blocks a row, bytes of one weight block and of one
+ * activation block (Q8_1 for the formats with a min, else Q8_0), bytes of a group. */
+typedef struct {
+    int64_t nb;
+    size_t blk_bytes, act_bytes, group_bytes;
+} wk_exact_geom;
+WK_INLINE wk_exact_geom wk_exact_geom_of(wk_type t, int64_t k)
 {
-    return (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    wk_exact_geom g;
+    g.nb = k / 32;
+    g.blk_bytes = t == WK_TYPE_Q8_0   ? sizeof(wk_block_q8_0)
+                  : t == WK_TYPE_Q4_0 ? sizeof(wk_block_q4_0)
+                  : t == WK_TYPE_Q4_1 ? sizeof(wk_block_q4_1)
+                  : t == WK_TYPE_Q5_0 ? sizeof(wk_block_q5_0)
+                                      : sizeof(wk_block_q5_1);
+    g.act_bytes = (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    g.group_bytes = (size_t)g.nb * 8 * g.blk_bytes;
+    return g;
 }
 
 #endif

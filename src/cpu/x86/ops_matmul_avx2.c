@@ -91,12 +91,8 @@ WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act
         for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
     }
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
-        _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
-        _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
-        _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
         __m256i w[8], sg[8];
-        wk_decode_block(t, blk, w, sg);
+        const uint8_t *blk = wk_exact_block(t, wg, b, blk_bytes, w, sg);
         __m256 wd = wk_h8(blk);
         __m256 wm = has_min ? wk_h8(blk + 16) : _mm256_setzero_ps();
         for (int64_t r = 0; r < nr; r++) {
@@ -132,11 +128,11 @@ WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act
 void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                           size_t x_stride, int64_t m, float *y, size_t ldy)
 {
-    int64_t nb = k / 32;
-    size_t blk_bytes = wk_exact_blk_bytes(t), act_bytes = wk_exact_act_bytes(t);
-    size_t group_stride = (size_t)nb * 8 * blk_bytes;
+    const wk_exact_geom G = wk_exact_geom_of(t, k);
+    const int64_t nb = G.nb;
+    const size_t blk_bytes = G.blk_bytes, act_bytes = G.act_bytes;
     for (int64_t g = g0; g < g1; g++) {
-        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        const uint8_t *wg = (const uint8_t *)w + (size_t)g * G.group_bytes;
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
             int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
             const char *xr = (const char *)x + (size_t)r0 * x_stride;
