@@ -39,7 +39,7 @@ WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_byt
                                 const uint8_t *wg, const char *const *xr, int nr, float *y, size_t ldy)
 {
     const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1, sgn = !has_min;
-    const __m512i ones = _mm512_set1_epi16(1), zero = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512();
     __m512 acc[2][8], summs[2];
     for (int p = 0; p < pairs; p++) {
         summs[p] = _mm512_setzero_ps();
@@ -72,7 +72,9 @@ WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_byt
             for (int l = 0; l < 8; l++) {
                 __m512i xv = wk_dword_of_halves(h, l);
                 if (sgn) xv = _mm512_mask_sub_epi8(xv, neg[l], zero, xv);
-                const __m512i s = _mm512_madd_epi16(_mm512_maddubs_epi16(W[l], xv), ones);
+                /* one VNNI step for maddubs + madd: the same integers, as no pair of
+                 * products here reaches 16 bits' saturation (|w| <= 128, |x| <= 127) */
+                const __m512i s = _mm512_dpbusd_epi32(zero, W[l], xv);
                 acc[p][l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s), acc[p][l]);
             }
             if (has_min) {
