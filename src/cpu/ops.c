@@ -306,7 +306,8 @@ typedef struct {
     /* The AVX-512 kernel of the formats without a min, for several rows (the same bits;
      * Zen 5, 2 threads, 139-token prefill, four alternated runs: Q4_K_M file, mostly Q5_0,
      * 156-160 -> 146-149 ms, Q8_0 135-143 -> 114-138; Q4_1 137-140 -> 144-146, so not for
-     * the formats with a min; one row wastes half of every register, so decode keeps AVX2). */
+     * the formats with a min, and with the VNNI step since then within noise (156-174 against
+     * 155-162); one row wastes half of every register, so decode keeps AVX2). */
     bool avx512;
     atomic_llong next;
 } exact_job;

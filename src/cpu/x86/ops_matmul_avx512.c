@@ -3,8 +3,9 @@
  * the two halves of a 512-bit register. Every lane sees the same integer sums and the same
  * float operations in the same order, so the bits are the AVX2 kernels' (test_kernels);
  * what changes is that four rows' accumulators (16 registers) stay in registers, where the
- * AVX2 kernel's eight rows keep their 64 in memory. src/cpu/ops.c takes it for several rows
- * of the formats without a min (measured faster there, slower for Q4_1). */
+ * AVX2 kernel's eight rows keep their 64 in memory, and that a lane's four products take one
+ * VNNI step. src/cpu/ops.c takes it for several rows of the formats without a min (measured
+ * faster there; Q4_1 was slower with its form before the VNNI step, and within noise after). */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -33,8 +34,8 @@ WK_INLINE float wk_act_half(const char *p)
     return wk_half_to_float(h);
 }
 
-/* Rows x[0], x[1] (PAIRS = 1) or x[0..3] (PAIRS = 2) against one group; row pointers may
- * repeat (an odd last row), `store` rows are written. */
+/* Rows xr[0], xr[1] (pairs = 1) or xr[0..3] (pairs = 2) against one group; a pointer may
+ * repeat the last row (an odd count), and only the first nr rows of y are written. */
 WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_bytes, size_t act_bytes,
                                 const uint8_t *wg, const char *const *xr, int nr, float *y, size_t ldy)
 {
