@@ -15,28 +15,20 @@ import sys
 
 out = sys.argv[1]
 ms = {}      # (type, m, form, x) -> [ms per round]
+gbps = {}    # (type, m, form, x) -> [GB/s per round]
 pair = {}    # (type, m, form) -> [f16 input ms / f32 input ms, per invocation that timed both]
 bytes_ = {}  # type -> weight bytes of the quantized form
 share = {}   # type -> [m=1 quantized GB/s over the invocation's probe]
-def dtype(path, row):
-    return row.get("x") or ("f16" if path.endswith("-xf16.csv") else "f32")
-
-
 for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
-    seen = {}
+    seen = {}  # this invocation's ms
     with open(path) as f:
         for row in csv.DictReader(f):
-            x = dtype(path, row)
-            seen[(row["type"], int(row["m"]), row["form"], x)] = float(row["ms"])
-    for (t, m, form, x), v in seen.items():
-        if x == "f16" and (t, m, form, "f32") in seen:
-            pair.setdefault((t, m, form), []).append(v / seen[(t, m, form, "f32")])
-for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            x = dtype(path, row)
+            # the input dtype: column x, or (older rounds) the file's name
+            x = row.get("x") or ("f16" if path.endswith("-xf16.csv") else "f32")
             key = (row["type"], int(row["m"]), row["form"], x)
+            seen[key] = float(row["ms"])
             ms.setdefault(key, []).append(float(row["ms"]))
+            gbps.setdefault(key, []).append(float(row["gbps"]))
             # F16 weights run one dense kernel for the quantized and precise requests (the
             # table names it precise): it stands in for the quantized form.
             if row["form"] == "precise" and row["type"] == "f16":
@@ -44,12 +36,9 @@ for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
             if row["form"] in ("quantized", "precise") and x == "f32" and row["m"] == "1":
                 if row["form"] == "quantized" or row["type"] == "f16":
                     bytes_[row["type"]] = float(row["gbps"]) * float(row["ms"]) * 1e6
-gbps = {}
-for path in sorted(glob.glob(os.path.join(out, "r*-*.csv"))):
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            x = dtype(path, row)
-            gbps.setdefault((row["type"], int(row["m"]), row["form"], x), []).append(float(row["gbps"]))
+    for (t, m, form, x), v in seen.items():
+        if x == "f16" and (t, m, form, "f32") in seen:
+            pair.setdefault((t, m, form), []).append(v / seen[(t, m, form, "f32")])
 with open(os.path.join(out, "medians.csv"), "w") as f:
     f.write("type,m,form,device,threads,ms,gbps,x\n")
     for (t, m, form, x) in sorted(gbps):

@@ -8,30 +8,10 @@
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
+#include "cpu/x86/tiles_x86.h" /* wk_bcast4, wk_load_f16x8, wk_plane_bit4, wk_prefetch_block */
 #include "quant/blocks.h"
 #include "wick/common.h"
-
-#ifndef WK_INLINE
-#define WK_INLINE static inline __attribute__((always_inline))
-#endif
-
-WK_INLINE __m256i wk_bcast4(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
-
-WK_INLINE __m256 wk_h8(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
-
-/* Bit `bit` of each byte of a fifth-bit plane, at bit 4. */
-WK_INLINE __m256i wk_plane_bit4(__m256i plane, int bit)
-{
-    __m256i v = bit <= 4 ? _mm256_slli_epi16(plane, 4 - bit) : _mm256_srli_epi16(plane, bit - 4);
-    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
-}
 
 /* One block of a group, decoded once for every activation row: the weights of lane l as
  * bytes ready for _mm256_maddubs_epi16 (w[l]: unsigned codes, or the absolute values of
@@ -71,19 +51,15 @@ WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m2
     }
 }
 
-/* Activation byte offset of lane l within a block: elements 4l..4l+3 (Q8_0 weights), or
- * 4s.. and 16+4s.. for the low and high nibbles of step s (4-bit and 5-bit weights). */
-WK_INLINE int wk_lane_off(wk_type t, int l) { return t == WK_TYPE_Q8_0 ? 4 * l : l < 4 ? 4 * l : 16 + 4 * (l - 4); }
-
-/* Block b of a group (8 columns' blocks of blk_bytes each): its bytes 2 KiB ahead
- * prefetched, then decoded; returns where it lies (its scales lead it). */
+/* Block b of a group (8 columns' blocks of blk_bytes each): the bytes 2 KiB ahead of it
+ * prefetched, then decoded; returns where it lies (its scales lead it). A lane l's
+ * activation bytes are 4l..4l+3 of the block for every format here: elements 4l.. for Q8_0,
+ * the low nibbles' 4s.. and the high nibbles' 16 + 4s.. for the 4- and 5-bit formats. */
 WK_INLINE const uint8_t *wk_exact_block(wk_type t, const uint8_t *wg, int64_t b, size_t blk_bytes, __m256i w[8],
                                         __m256i sg[8])
 {
     const uint8_t *blk = wg + (size_t)b * 8 * blk_bytes;
-    _mm_prefetch((const char *)blk + 2048, _MM_HINT_T0);
-    _mm_prefetch((const char *)blk + 2048 + 64, _MM_HINT_T0);
-    _mm_prefetch((const char *)blk + 2048 + 128, _MM_HINT_T0);
+    wk_prefetch_block(blk, 3 * 64); /* three lines, WK_PF_AHEAD ahead */
     wk_decode_block(t, blk, w, sg);
     return blk;
 }

@@ -79,8 +79,8 @@ void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
 enum { WK_ROWS = 8 }; /* activation rows per pass over a group's weights */
 
 /* Rows r0..r1 (at most WK_ROWS) against group g: y[r*ldy + 8g + c]. */
-WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act_bytes, const uint8_t *wg,
-                             const char *x, size_t x_stride, int64_t nr, float *y, size_t ldy)
+WK_INLINE void wk_group_rows(wk_type t, const wk_exact_geom *G, const uint8_t *wg, const char *x, size_t x_stride,
+                             int64_t nr, float *y, size_t ldy)
 {
     bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
     bool sgn = !has_min;
@@ -90,11 +90,12 @@ WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act
         summs[r] = _mm256_setzero_ps();
         for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
     }
-    for (int64_t b = 0; b < nb; b++) {
+    const size_t act_bytes = G->act_bytes;
+    for (int64_t b = 0; b < G->nb; b++) {
         __m256i w[8], sg[8];
-        const uint8_t *blk = wk_exact_block(t, wg, b, blk_bytes, w, sg);
-        __m256 wd = wk_h8(blk);
-        __m256 wm = has_min ? wk_h8(blk + 16) : _mm256_setzero_ps();
+        const uint8_t *blk = wk_exact_block(t, wg, b, G->blk_bytes, w, sg);
+        __m256 wd = wk_load_f16x8(blk);
+        __m256 wm = has_min ? wk_load_f16x8(blk + 16) : _mm256_setzero_ps();
         for (int64_t r = 0; r < nr; r++) {
             const char *xb = x + (size_t)r * x_stride + (size_t)b * act_bytes;
             uint16_t xd_h;
@@ -102,7 +103,7 @@ WK_INLINE void wk_group_rows(wk_type t, int64_t nb, size_t blk_bytes, size_t act
             const int8_t *xq = (const int8_t *)(xb + act_bytes - 32);
             __m256 dd = _mm256_mul_ps(wd, _mm256_set1_ps(wk_half_to_float(xd_h)));
             for (int l = 0; l < 8; l++) {
-                __m256i xv = wk_bcast4(xq + wk_lane_off(t, l));
+                __m256i xv = wk_bcast4(xq + 4 * l);
                 if (sgn) xv = _mm256_sign_epi8(xv, sg[l]);
                 __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w[l], xv), ones);
                 acc[r][l] = _mm256_fmadd_ps(dd, _mm256_cvtepi32_ps(p), acc[r][l]);
@@ -129,8 +130,6 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
                           size_t x_stride, int64_t m, float *y, size_t ldy)
 {
     const wk_exact_geom G = wk_exact_geom_of(t, k);
-    const int64_t nb = G.nb;
-    const size_t blk_bytes = G.blk_bytes, act_bytes = G.act_bytes;
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *wg = (const uint8_t *)w + (size_t)g * G.group_bytes;
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
@@ -138,11 +137,11 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
             const char *xr = (const char *)x + (size_t)r0 * x_stride;
             float *yr = y + (size_t)r0 * ldy + 8 * g;
             switch (t) {
-            case WK_TYPE_Q8_0: wk_group_rows(WK_TYPE_Q8_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
-            case WK_TYPE_Q4_0: wk_group_rows(WK_TYPE_Q4_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
-            case WK_TYPE_Q4_1: wk_group_rows(WK_TYPE_Q4_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
-            case WK_TYPE_Q5_0: wk_group_rows(WK_TYPE_Q5_0, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
-            default: wk_group_rows(WK_TYPE_Q5_1, nb, blk_bytes, act_bytes, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q8_0: wk_group_rows(WK_TYPE_Q8_0, &G, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_0: wk_group_rows(WK_TYPE_Q4_0, &G, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q4_1: wk_group_rows(WK_TYPE_Q4_1, &G, wg, xr, x_stride, nr, yr, ldy); break;
+            case WK_TYPE_Q5_0: wk_group_rows(WK_TYPE_Q5_0, &G, wg, xr, x_stride, nr, yr, ldy); break;
+            default: wk_group_rows(WK_TYPE_Q5_1, &G, wg, xr, x_stride, nr, yr, ldy); break;
             }
         }
     }
@@ -197,7 +196,7 @@ static void wk_q4_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
         int16_t sc[64], mn[64];
         wk_k4x8_decode(blk + 32, sc);
         wk_k4x8_decode(blk + 80, mn);
-        __m256 wd = wk_h8(blk), wdm = wk_h8(blk + 16);
+        __m256 wd = wk_load_f16x8(blk), wdm = wk_load_f16x8(blk + 16);
         for (int64_t r = 0; r < nr; r++) {
             const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
             bool pairs = r < n_pairs;
@@ -237,7 +236,7 @@ static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
         for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
         __m256i sc32[16];
         for (int g = 0; g < 16; g++) sc32[g] = _mm256_cvtepi16_epi32(_mm_loadu_si128((const __m128i *)(sc + 8 * g)));
-        __m256 wd = wk_h8(blk);
+        __m256 wd = wk_load_f16x8(blk);
         for (int64_t r = 0; r < nr; r++) {
             const wk_block_q8_K *xb = x + (size_t)r * xs_blocks + b;
             __m256i isum[8];

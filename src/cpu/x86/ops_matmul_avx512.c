@@ -36,8 +36,8 @@ WK_INLINE float wk_act_half(const char *p)
 
 /* Rows xr[0], xr[1] (pairs = 1) or xr[0..3] (pairs = 2) against one group; a pointer may
  * repeat the last row (an odd count), and only the first nr rows of y are written. */
-WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_bytes, size_t act_bytes,
-                                const uint8_t *wg, const char *const *xr, int nr, float *y, size_t ldy)
+WK_INLINE void wk512_group_rows(wk_type t, int pairs, const wk_exact_geom *G, const uint8_t *wg,
+                                const char *const *xr, int nr, float *y, size_t ldy)
 {
     const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1, sgn = !has_min;
     const __m512i zero = _mm512_setzero_si512();
@@ -46,9 +46,10 @@ WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_byt
         summs[p] = _mm512_setzero_ps();
         for (int l = 0; l < 8; l++) acc[p][l] = _mm512_setzero_ps();
     }
-    for (int64_t b = 0; b < nb; b++) {
+    const size_t act_bytes = G->act_bytes;
+    for (int64_t b = 0; b < G->nb; b++) {
         __m256i w[8], sg[8];
-        const uint8_t *blk = wk_exact_block(t, wg, b, blk_bytes, w, sg);
+        const uint8_t *blk = wk_exact_block(t, wg, b, G->blk_bytes, w, sg);
         __m512i W[8];
         __mmask64 neg[8];
         for (int l = 0; l < 8; l++) {
@@ -57,12 +58,11 @@ WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_byt
              * anyway, so the products are the same) */
             neg[l] = sgn ? _mm512_movepi8_mask(_mm512_broadcast_i64x4(sg[l])) : 0;
         }
-        const __m512 wd = wk_both(wk_h8(blk));
-        const __m512 wm = has_min ? wk_both(wk_h8(blk + 16)) : _mm512_setzero_ps();
+        const __m512 wd = wk_both(wk_load_f16x8(blk));
+        const __m512 wm = has_min ? wk_both(wk_load_f16x8(blk + 16)) : _mm512_setzero_ps();
         for (int p = 0; p < pairs; p++) {
             const char *xa = xr[2 * p] + (size_t)b * act_bytes, *xb = xr[2 * p + 1] + (size_t)b * act_bytes;
-            /* the two rows' 32 codes, row a in the low half; lane l's 4 bytes are dword l
-             * (wk_lane_off(t, l) = 4 l for every format here) */
+            /* the two rows' 32 codes, row a in the low half; lane l's 4 bytes are dword l */
             const __m512i X = _mm512_inserti64x4(
                 _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xa + act_bytes - 32))),
                 _mm256_loadu_si256((const __m256i *)(xb + act_bytes - 32)), 1);
@@ -98,16 +98,14 @@ WK_INLINE void wk512_group_rows(wk_type t, int pairs, int64_t nb, size_t blk_byt
 /* Rows r0 .. r0 + nr - 1 (nr <= 4) of x against group wg, type t known at compile time. */
 #define WK512_ROWS(T)                                                                                                \
     do {                                                                                                       \
-        if (nr > 2) wk512_group_rows(T, 2, nb, blk_bytes, act_bytes, wg, xr, (int)nr, yr, ldy);                 \
-        else wk512_group_rows(T, 1, nb, blk_bytes, act_bytes, wg, xr, (int)nr, yr, ldy);                        \
+        if (nr > 2) wk512_group_rows(T, 2, &G, wg, xr, (int)nr, yr, ldy);                 \
+        else wk512_group_rows(T, 1, &G, wg, xr, (int)nr, yr, ldy);                        \
     } while (0)
 
 void wk_avx512_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                             size_t x_stride, int64_t m, float *y, size_t ldy)
 {
     const wk_exact_geom G = wk_exact_geom_of(t, k);
-    const int64_t nb = G.nb;
-    const size_t blk_bytes = G.blk_bytes, act_bytes = G.act_bytes;
     for (int64_t g = g0; g < g1; g++) {
         const uint8_t *wg = (const uint8_t *)w + (size_t)g * G.group_bytes;
         for (int64_t r0 = 0; r0 < m; r0 += 4) { /* two pairs of rows a pass */
