@@ -571,36 +571,45 @@ static void test_repacked_avx512_vs_avx2(void)
 }
 
 /* The llama.cpp-order kernels of the 32-element formats (the model's quantized form): the
- * AVX-512 one, two rows a register, gives the AVX2 one's bits for every row count (1-11:
- * full passes of 4 and of 8, an odd last row) and several groups. */
+ * AVX-512 one, 16 columns a register, gives the AVX2 one's bits for every row count (1-11:
+ * pairs of rows and an odd last one; 37 rows for the k of several decoded chunks, whose
+ * passes of 32 rows leave a remainder), for pairs of groups and an odd last group, with
+ * weights and codes at their extremes. */
 static void test_exact_avx512_vs_avx2(void)
 {
     const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
-    const int64_t ks[] = {32, 96, 576}, n = 24; /* 3 groups */
+    const int64_t ks[] = {32, 96, 576, 2080}, n = 40; /* 5 groups; 2080: chunks of 32, 32, 1 blocks */
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
             const wk_type t = types[ti];
             const wk_type_traits *tr = wk_traits(t);
             const bool q8_1 = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
             const wk_type_traits *at = wk_traits(q8_1 ? WK_TYPE_Q8_1 : WK_TYPE_Q8_0);
-            const int64_t k = ks[ki], m = 11;
+            const int64_t k = ks[ki], m = k > 1024 ? 37 : 11;
             const size_t row_bytes = (size_t)(k / 32) * tr->block_bytes, xs = (size_t)(k / 32) * at->block_bytes;
             float *f = malloc(sizeof(float) * (size_t)(n * k)), *xf = malloc(sizeof(float) * (size_t)(m * k));
             uint8_t *rows = malloc(row_bytes * n), *packed = malloc(row_bytes * n), *xq = malloc(xs * m);
+            wk_exact_xprep *prep = malloc(sizeof(wk_exact_xprep) * (size_t)(m * (k / 32)));
             float *y2 = malloc(sizeof(float) * (size_t)(m * n)), *y5 = malloc(sizeof(float) * (size_t)(m * n));
             for (int64_t i = 0; i < n * k; i++) f[i] = rnd() * (1 + i % 7);
             for (int64_t i = 0; i < m * k; i++) xf[i] = rnd() * (1 + i % 5);
+            /* extremes: a block of one sign with its largest weight opposite (codes 0 and the
+             * top code, Q8_0 -128), activation codes of +-127 */
+            for (int64_t i = 0; i < 32; i++) f[i] = i == 5 ? -8.0f : 1.0f, f[k + i] = i == 9 ? 8.0f : -1.0f;
+            for (int64_t i = 0; i < 32; i++) xf[i] = i % 2 ? 1.0f : -1.0f;
             for (int64_t r = 0; r < n; r++) tr->from_f32(f + r * k, rows + r * row_bytes, k);
             for (int64_t g = 0; g < n / 8; g++) wk_cpu_repack_group(t, rows + g * 8 * row_bytes, packed + g * 8 * row_bytes, k);
             for (int64_t r = 0; r < m; r++) {
                 if (q8_1) wk_avx2_act_q8_1(xf + r * k, xq + r * xs, k);
                 else wk_avx2_act_q8_0(xf + r * k, xq + r * xs, k);
             }
+            wk_avx512_exact_prep(q8_1, k, xq, xs, m, prep);
             for (int64_t rows_m = 1; rows_m <= m; rows_m++) {
+                if (rows_m > 11 && rows_m < m) continue;
                 memset(y2, 0xff, sizeof(float) * (size_t)(m * n));
                 memset(y5, 0xff, sizeof(float) * (size_t)(m * n));
                 wk_avx2_exact_groups(t, k, packed, 0, n / 8, xq, xs, rows_m, y2, (size_t)n);
-                wk_avx512_exact_groups(t, k, packed, 0, n / 8, xq, xs, rows_m, y5, (size_t)n);
+                wk_avx512_exact_groups(t, k, packed, 0, n / 8, xq, xs, prep, rows_m, y5, (size_t)n);
                 CHECK_MSG(memcmp(y2, y5, sizeof(float) * (size_t)(rows_m * n)) == 0,
                           "%s k=%lld m=%lld: the AVX-512 llama-order kernel differs from the AVX2 one", tr->name,
                           (long long)k, (long long)rows_m);
@@ -608,7 +617,7 @@ static void test_exact_avx512_vs_avx2(void)
                 CHECK_MSG(memcmp(y5 + rows_m * n, y2 + rows_m * n, sizeof(float) * (size_t)((m - rows_m) * n)) == 0,
                           "%s k=%lld m=%lld: rows past m written", tr->name, (long long)k, (long long)rows_m);
             }
-            free(f), free(xf), free(rows), free(packed), free(xq), free(y2), free(y5);
+            free(f), free(xf), free(rows), free(packed), free(xq), free(y2), free(y5), free(prep);
         }
 }
 

@@ -303,12 +303,9 @@ typedef struct {
     const void *xq;
     size_t xs;
     int64_t m, chunk;
-    /* The AVX-512 kernel of the formats without a min, for several rows (the same bits;
-     * Zen 5, 2 threads, 139-token prefill, four alternated runs: Q4_K_M file, mostly Q5_0,
-     * 156-160 -> 146-149 ms, Q8_0 135-143 -> 114-138; Q4_1 137-140 -> 144-146, so not for
-     * the formats with a min, and with the VNNI step since then within noise (156-174 against
-     * 155-162); one row wastes half of every register, so decode keeps AVX2). */
-    bool avx512;
+    /* The AVX-512 kernel (the same bits), with what it needs of each activation block;
+     * NULL: the AVX2 kernel. */
+    const wk_exact_xprep *prep;
     atomic_llong next;
 } exact_job;
 
@@ -348,8 +345,8 @@ static void exact_task(void *arg, int ith, int nth)
             if (w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K)
                 wk_avx2_exact_groups_k(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m,
                                        j->y[i], (size_t)mm->n);
-            else if (j->avx512 && j->m > 1 && w->type != WK_TYPE_Q4_1 && w->type != WK_TYPE_Q5_1)
-                wk_avx512_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
+            else if (j->prep)
+                wk_avx512_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->prep, j->m, j->y[i],
                                        (size_t)mm->n);
             else
                 wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
@@ -375,16 +372,25 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
     wk_type act = exact_act_type(mm[0]->w->type);
     const wk_type_traits *at = wk_traits(act);
     size_t xs = (size_t)(k / at->block_size) * at->block_bytes;
-    void *xq = wk_cpu_scratch(ce, (size_t)m * xs);
-    if (!xq) return wk_fail(WK_ERR_NOMEM, "matmul: cannot allocate %zu bytes of scratch", (size_t)m * xs);
+    /* the AVX-512 kernel for the 32-element formats: its per-row data after the codes */
+    const bool avx512 = ce->isa >= WK_ISA_AVX512 && act != WK_TYPE_Q8_K && m > 1;
+    const size_t xq_bytes = ((size_t)m * xs + 63) & ~(size_t)63;
+    const size_t prep_bytes = avx512 ? (size_t)m * (size_t)(k / 32) * sizeof(wk_exact_xprep) : 0;
+    void *xq = wk_cpu_scratch(ce, xq_bytes + prep_bytes);
+    if (!xq) return wk_fail(WK_ERR_NOMEM, "matmul: cannot allocate %zu bytes of scratch", xq_bytes + prep_bytes);
     for (int64_t r = 0; r < m; r++) {
         char *row = (char *)xq + (size_t)r * xs;
         if (act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x + r * k, row, k);
         else if (act == WK_TYPE_Q8_0) wk_avx2_act_q8_0(x + r * k, row, k);
         else at->from_f32(x + r * k, row, k); /* Q8_K: llama.cpp rounds as the reference does */
     }
+    wk_exact_xprep *prep = NULL;
+    if (avx512) {
+        prep = (wk_exact_xprep *)((char *)xq + xq_bytes);
+        wk_avx512_exact_prep(act == WK_TYPE_Q8_1, k, xq, xs, m, prep);
+    }
     int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
-    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .avx512 = ce->isa >= WK_ISA_AVX512};
+    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .prep = prep};
     int64_t total_groups = 0;
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];
@@ -392,8 +398,9 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         j.n_groups[i] = mm[i]->w->layout == WK_LAYOUT_REPACKED ? mm[i]->n / 8 : 0;
         total_groups += j.n_groups[i];
     }
-    /* Several chunks per thread for balance; at least 2 groups per chunk. */
-    j.chunk = total_groups / ((int64_t)nth * 8);
+    /* Several chunks per thread for balance; an even number of groups, at least 2 (the
+     * AVX-512 kernel takes groups in pairs). */
+    j.chunk = total_groups / ((int64_t)nth * 8) & ~(int64_t)1;
     if (j.chunk < 2) j.chunk = 2;
     j.first_chunk[0] = 0;
     for (int i = 0; i < count; i++) {

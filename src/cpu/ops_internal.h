@@ -33,10 +33,18 @@ void wk_avx2_act_q8_1(const float *x, void *y, int64_t k);
  * for m activation rows x_stride bytes apart: y[r*ldy + 8g + c]. */
 void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                           size_t x_stride, int64_t m, float *y, size_t ldy);
-/* The same bits with AVX-512 (two rows a register; src/cpu/x86/ops_matmul_avx512.c): only
- * where the processor has it. */
+/* What the AVX-512 kernel needs of each activation block, made once per row for every
+ * column: -128 x the sum of lane l's four codes, the scale and (Q8_1) s as floats. */
+typedef struct {
+    int32_t off[8];
+    float d, s;
+} wk_exact_xprep;
+/* prep[r * (k / 32) + b] for m rows of Q8_0 (q8_1 false) or Q8_1 blocks. */
+void wk_avx512_exact_prep(bool q8_1, int64_t k, const void *x, size_t x_stride, int64_t m, wk_exact_xprep *prep);
+/* The same bits as wk_avx2_exact_groups with AVX-512, 16 columns a register
+ * (src/cpu/x86/ops_matmul_avx512.c): only where the processor has it. */
 void wk_avx512_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
-                            size_t x_stride, int64_t m, float *y, size_t ldy);
+                            size_t x_stride, const wk_exact_xprep *prep, int64_t m, float *y, size_t ldy);
 /* The same for repacked Q4_K and Q6_K weights (k a multiple of 256, x in Q8_K). */
 void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                             size_t x_stride, int64_t m, float *y, size_t ldy);

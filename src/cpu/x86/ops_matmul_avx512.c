@@ -1,12 +1,21 @@
-/* AVX-512 kernels of the model's quantized form for the 32-element formats in llama.cpp's
- * order: the AVX2 ones' operations (ops_matmul_avx2.c), two activation rows at a time in
- * the two halves of a 512-bit register. Every lane sees the same integer sums and the same
- * float operations in the same order, so the bits are the AVX2 kernels' (test_kernels);
- * what changes is that four rows' accumulators (16 registers) stay in registers, where the
- * AVX2 kernel's eight rows keep their 64 in memory, and that a lane's four products take one
- * VNNI step. src/cpu/ops.c takes it for several rows of the formats without a min (measured
- * faster there; Q4_1 was slower with its form before the VNNI step, and within noise after). */
+/* AVX-512 kernel of the model's quantized form for the 32-element formats in llama.cpp's
+ * order: the AVX2 kernel's integer sums and float operations (ops_matmul_avx2.c), so the
+ * same bits (test_kernels), with 16 columns a register.
+ *
+ * A register holds lane l of two adjacent 8-column groups, low half from the first, so one
+ * activation word (4 codes) serves all 16 columns as VNNI's broadcast memory operand: per
+ * row, lane and block one `vpdpbusd`, one conversion and one fused multiply-add, where the
+ * AVX2 kernel (8 columns) takes a broadcast, a sign, `maddubs`, `madd`, a conversion and an
+ * FMA. `vpdpbusd` multiplies unsigned bytes by signed ones, and the broadcast operand is the
+ * signed one, so the weights are made unsigned: signed formats store w + 128 (Q8_0: w ^ 0x80;
+ * Q4_0: code + 120; Q5_0: code + 112), and each lane's sum starts at -128 x the sum of the
+ * four activation codes it meets, made once per row (wk_avx512_exact_prep). The integer is
+ * then exactly sum(w x), as in the AVX2 kernel.
+ *
+ * A pair's blocks are decoded once into L1 (at most WK512_KC blocks at a time) for every row;
+ * rows then go two at a time, their 16 accumulators in registers. */
 #include <immintrin.h>
+#include <stdalign.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -14,113 +23,198 @@
 #include "cpu/ops_internal.h"
 #include "cpu/x86/exact_block_x86.h"
 
-/* 8 floats in both halves. */
-WK_INLINE __m512 wk_both(__m256 v) { return _mm512_insertf32x8(_mm512_castps256_ps512(v), v, 1); }
-/* Dword l (l = 0..7) of each 256-bit half of v, broadcast over that half; h[q] holds the
- * 128-bit lane q of each half in both of its lanes. */
-WK_INLINE __m512i wk_dword_of_halves(const __m512i h[2], int l)
+enum {
+    WK512_KC = 32, /* blocks decoded at a time: 20 KiB, in L1 with the rows' bytes */
+    WK512_RB = 32, /* rows a pass when k spans several such chunks (their sums kept between) */
+};
+
+/* One block of a pair of groups, decoded: the unsigned weights of each lane (16 columns),
+ * the columns' scales and (Q4_1, Q5_1) mins as floats. */
+typedef struct {
+    __m512i w[8];
+    __m512 d, m;
+} wk512_block;
+
+void wk_avx512_exact_prep(bool q8_1, int64_t k, const void *x, size_t x_stride, int64_t m, wk_exact_xprep *p)
 {
-    switch (l & 3) {
-    case 0: return _mm512_shuffle_epi32(h[l >> 2], _MM_PERM_AAAA);
-    case 1: return _mm512_shuffle_epi32(h[l >> 2], _MM_PERM_BBBB);
-    case 2: return _mm512_shuffle_epi32(h[l >> 2], _MM_PERM_CCCC);
-    default: return _mm512_shuffle_epi32(h[l >> 2], _MM_PERM_DDDD);
-    }
-}
-WK_INLINE float wk_act_half(const char *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return wk_half_to_float(h);
+    const int64_t nb = k / 32;
+    const size_t act_bytes = q8_1 ? sizeof(wk_block_q8_1) : sizeof(wk_block_q8_0);
+    const __m256i ones = _mm256_set1_epi8(1);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            const uint8_t *xb = (const uint8_t *)x + (size_t)r * x_stride + (size_t)b * act_bytes;
+            wk_exact_xprep *o = p + r * nb + b;
+            __m256i codes = _mm256_loadu_si256((const __m256i *)(xb + act_bytes - 32));
+            __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, codes);
+            _mm256_storeu_si256((__m256i *)o->off, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 7)));
+            uint16_t h[2] = {0, 0};
+            memcpy(h, xb, q8_1 ? 4 : 2);
+            o->d = wk_half_to_float(h[0]);
+            o->s = wk_half_to_float(h[1]);
+        }
 }
 
-/* Rows xr[0], xr[1] (pairs = 1) or xr[0..3] (pairs = 2) against one group; a pointer may
- * repeat the last row (an odd count), and only the first nr rows of y are written. */
-WK_INLINE void wk512_group_rows(wk_type t, int pairs, const wk_exact_geom *G, const uint8_t *wg,
-                                const char *const *xr, int nr, float *y, size_t ldy)
+/* 32 bytes at a and 32 at b in one register. */
+WK_INLINE __m512i wk512_pair(const uint8_t *a, const uint8_t *b)
 {
-    const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1, sgn = !has_min;
-    const __m512i zero = _mm512_setzero_si512();
-    __m512 acc[2][8], summs[2];
-    for (int p = 0; p < pairs; p++) {
-        summs[p] = _mm512_setzero_ps();
-        for (int l = 0; l < 8; l++) acc[p][l] = _mm512_setzero_ps();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+/* 8 halves at a and 8 at b as 16 floats. */
+WK_INLINE __m512 wk512_halves(const uint8_t *a, const uint8_t *b)
+{
+    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                        _mm_loadu_si128((const __m128i *)b), 1);
+    return _mm512_cvtph_ps(h);
+}
+/* Bit `bit` of each byte of plane at bit 4 (the fifth bit of a code). */
+WK_INLINE __m512i wk512_plane_bit4(__m512i plane, int bit)
+{
+    __m512i v = bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* Block at a (first group) and b (second group) decoded into o. */
+WK_INLINE void wk512_decode(wk_type t, const uint8_t *a, const uint8_t *b, wk512_block *o)
+{
+    const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    o->d = wk512_halves(a, b);
+    o->m = has_min ? wk512_halves(a + 16, b + 16) : _mm512_setzero_ps();
+    if (t == WK_TYPE_Q8_0) {
+        for (int s = 0; s < 8; s++)
+            o->w[s] = _mm512_xor_si512(wk512_pair(a + 16 + 32 * s, b + 16 + 32 * s), _mm512_set1_epi8((char)0x80));
+        return;
     }
-    const size_t act_bytes = G->act_bytes;
-    for (int64_t b = 0; b < G->nb; b++) {
-        __m256i w[8], sg[8];
-        const uint8_t *blk = wk_exact_block(t, wg, b, G->blk_bytes, w, sg);
-        __m512i W[8];
-        __mmask64 neg[8];
+    const int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
+    const int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
+    const bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* codes are w + 8 (Q4_0) or w + 16 (Q5_0): w + 128 is code + 120 or code + 112 */
+    const __m512i bias = _mm512_set1_epi8(t == WK_TYPE_Q4_0 ? 120 : 112);
+    const __m512i plane = q5 ? wk512_pair(a + poff, b + poff) : _mm512_setzero_si512();
+    for (int s = 0; s < 4; s++) {
+        __m512i v = wk512_pair(a + qoff + 32 * s, b + qoff + 32 * s);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (q5) {
+            lo = _mm512_or_si512(lo, wk512_plane_bit4(plane, 2 * s));
+            hi = _mm512_or_si512(hi, wk512_plane_bit4(plane, 2 * s + 1));
+        }
+        if (!has_min) {
+            lo = _mm512_add_epi8(lo, bias);
+            hi = _mm512_add_epi8(hi, bias);
+        }
+        o->w[s] = lo;
+        o->w[4 + s] = hi;
+    }
+}
+
+WK_INLINE int32_t wk512_word(const char *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* R rows (codes of block 0 at x[r], their prep at p[r]) over nbc decoded blocks: lane
+ * sums into acc[r][l], and (with a min) m x s into summs[r]. */
+WK_INLINE void wk512_rows(wk_type t, const int R, const wk512_block *dec, int64_t nbc, const char *const *x,
+                          size_t act_bytes, const wk_exact_xprep *const *p, __m512 (*acc)[8], __m512 *summs)
+{
+    const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    for (int64_t b = 0; b < nbc; b++) {
+        const wk512_block *D = dec + b;
+        __m512 dd[3];
+        for (int r = 0; r < R; r++) dd[r] = _mm512_mul_ps(D->d, _mm512_set1_ps(p[r][b].d));
+#pragma GCC unroll 8
         for (int l = 0; l < 8; l++) {
-            W[l] = _mm512_broadcast_i64x4(w[l]);
-            /* sign_epi8(x, s): -x where s < 0 (and 0 where s = 0, whose weight |s| is 0
-             * anyway, so the products are the same) */
-            neg[l] = sgn ? _mm512_movepi8_mask(_mm512_broadcast_i64x4(sg[l])) : 0;
-        }
-        const __m512 wd = wk_both(wk_load_f16x8(blk));
-        const __m512 wm = has_min ? wk_both(wk_load_f16x8(blk + 16)) : _mm512_setzero_ps();
-        for (int p = 0; p < pairs; p++) {
-            const char *xa = xr[2 * p] + (size_t)b * act_bytes, *xb = xr[2 * p + 1] + (size_t)b * act_bytes;
-            /* the two rows' 32 codes, row a in the low half; lane l's 4 bytes are dword l */
-            const __m512i X = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xa + act_bytes - 32))),
-                _mm256_loadu_si256((const __m256i *)(xb + act_bytes - 32)), 1);
-            const __m512i h[2] = {_mm512_shuffle_i32x4(X, X, 0xa0), _mm512_shuffle_i32x4(X, X, 0xf5)};
-            const __m512 dx = _mm512_mask_broadcastss_ps(_mm512_set1_ps(wk_act_half(xa)), 0xff00,
-                                                         _mm_set_ss(wk_act_half(xb)));
-            const __m512 dd = _mm512_mul_ps(wd, dx);
-            for (int l = 0; l < 8; l++) {
-                __m512i xv = wk_dword_of_halves(h, l);
-                if (sgn) xv = _mm512_mask_sub_epi8(xv, neg[l], zero, xv);
-                /* one VNNI step for maddubs + madd: the same integers, as no pair of
-                 * products here reaches 16 bits' saturation (|w| <= 128, |x| <= 127) */
-                const __m512i s = _mm512_dpbusd_epi32(zero, W[l], xv);
-                acc[p][l] = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(s), acc[p][l]);
-            }
-            if (has_min) {
-                const __m512 sx = _mm512_mask_broadcastss_ps(_mm512_set1_ps(wk_act_half(xa + 2)), 0xff00,
-                                                             _mm_set_ss(wk_act_half(xb + 2)));
-                summs[p] = _mm512_add_ps(summs[p], _mm512_mul_ps(wm, sx));
+            const __m512i W = D->w[l];
+            for (int r = 0; r < R; r++) {
+                const __m512i init = has_min ? _mm512_setzero_si512() : _mm512_set1_epi32(p[r][b].off[l]);
+                const __m512i xv = _mm512_set1_epi32(wk512_word(x[r] + (size_t)b * act_bytes + act_bytes - 32 + 4 * l));
+                const __m512i s = _mm512_dpbusd_epi32(init, W, xv);
+                acc[r][l] = _mm512_fmadd_ps(dd[r], _mm512_cvtepi32_ps(s), acc[r][l]);
             }
         }
+        if (has_min)
+            for (int r = 0; r < R; r++) summs[r] = _mm512_add_ps(summs[r], _mm512_mul_ps(D->m, _mm512_set1_ps(p[r][b].s)));
     }
-    for (int p = 0; p < pairs; p++) {
-        __m512 *a = acc[p];
+}
+
+/* R rows starting at row r of the pass: their sums from (first chunk: zero) or into hold,
+ * and on the last chunk the 16 outputs of each row into y. */
+WK_INLINE void wk512_tile(wk_type t, const int R, const wk512_block *dec, int64_t kc0, int64_t nbc, int64_t nb,
+                          const char *x, size_t x_stride, size_t act_bytes, const wk_exact_xprep *prep,
+                          int64_t row, __m512 (*hold)[9], int64_t hr, float *y, size_t ldy)
+{
+    __m512 acc[3][8], summs[3];
+    const char *xr[3];
+    const wk_exact_xprep *pr[3];
+    for (int r = 0; r < R; r++) {
+        xr[r] = x + (size_t)(row + r) * x_stride + (size_t)kc0 * act_bytes;
+        pr[r] = prep + (row + r) * nb + kc0;
+        for (int l = 0; l < 8; l++) acc[r][l] = kc0 ? hold[hr + r][l] : _mm512_setzero_ps();
+        summs[r] = kc0 ? hold[hr + r][8] : _mm512_setzero_ps();
+    }
+    wk512_rows(t, R, dec, nbc, xr, act_bytes, pr, acc, summs);
+    const bool last = kc0 + nbc == nb;
+    for (int r = 0; r < R; r++) {
+        if (!last) {
+            for (int l = 0; l < 8; l++) hold[hr + r][l] = acc[r][l];
+            hold[hr + r][8] = summs[r];
+            continue;
+        }
+        __m512 *a = acc[r];
         __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
                                  _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
-        if (has_min) v = _mm512_add_ps(v, summs[p]);
-        if (2 * p < nr) _mm256_storeu_ps(y + (size_t)(2 * p) * ldy, _mm512_castps512_ps256(v));
-        if (2 * p + 1 < nr) _mm256_storeu_ps(y + (size_t)(2 * p + 1) * ldy, _mm512_extractf32x8_ps(v, 1));
+        if (t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1) v = _mm512_add_ps(v, summs[r]);
+        _mm512_storeu_ps(y + (size_t)(row + r) * ldy, v);
     }
 }
 
-/* Rows r0 .. r0 + nr - 1 (nr <= 4) of x against group wg, type t known at compile time. */
-#define WK512_ROWS(T)                                                                                                \
-    do {                                                                                                       \
-        if (nr > 2) wk512_group_rows(T, 2, &G, wg, xr, (int)nr, yr, ldy);                 \
-        else wk512_group_rows(T, 1, &G, wg, xr, (int)nr, yr, ldy);                        \
-    } while (0)
-
-void wk_avx512_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
-                            size_t x_stride, int64_t m, float *y, size_t ldy)
+/* The pairs of groups g, g + 1 for g0 <= g < g1 (g1 - g0 even). */
+WK_INLINE void wk512_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                           size_t x_stride, const wk_exact_xprep *prep, int64_t m, float *y, size_t ldy)
 {
     const wk_exact_geom G = wk_exact_geom_of(t, k);
-    for (int64_t g = g0; g < g1; g++) {
-        const uint8_t *wg = (const uint8_t *)w + (size_t)g * G.group_bytes;
-        for (int64_t r0 = 0; r0 < m; r0 += 4) { /* two pairs of rows a pass */
-            int64_t nr = m - r0 < 4 ? m - r0 : 4;
-            const char *xr[4];
-            for (int i = 0; i < 4; i++) /* past the last row: the last row again, not stored */
-                xr[i] = (const char *)x + (size_t)(r0 + (i < nr ? i : nr - 1)) * x_stride;
-            float *yr = y + (size_t)r0 * ldy + 8 * g;
-            switch (t) {
-            case WK_TYPE_Q8_0: WK512_ROWS(WK_TYPE_Q8_0); break;
-            case WK_TYPE_Q4_0: WK512_ROWS(WK_TYPE_Q4_0); break;
-            case WK_TYPE_Q4_1: WK512_ROWS(WK_TYPE_Q4_1); break;
-            case WK_TYPE_Q5_0: WK512_ROWS(WK_TYPE_Q5_0); break;
-            default: WK512_ROWS(WK_TYPE_Q5_1); break;
+    const size_t gb = 8 * G.blk_bytes; /* one block of a group */
+    alignas(64) wk512_block dec[WK512_KC];
+    alignas(64) __m512 hold[WK512_RB][9];
+    /* k within one chunk: every row in one pass, nothing held between chunks */
+    const int64_t pass = G.nb <= WK512_KC ? m : WK512_RB;
+    for (int64_t g = g0; g < g1; g += 2) {
+        const uint8_t *wa = (const uint8_t *)w + (size_t)g * G.group_bytes, *wb = wa + G.group_bytes;
+        float *yg = y + 8 * g;
+        for (int64_t r0 = 0; r0 < m; r0 += pass) {
+            const int64_t rn = m - r0 < pass ? m - r0 : pass;
+            for (int64_t kc0 = 0; kc0 < G.nb; kc0 += WK512_KC) {
+                const int64_t nbc = G.nb - kc0 < WK512_KC ? G.nb - kc0 : WK512_KC;
+                for (int64_t b = 0; b < nbc; b++) {
+                    const uint8_t *ba = wa + (size_t)(kc0 + b) * gb, *bb = wb + (size_t)(kc0 + b) * gb;
+                    wk_prefetch_block(ba, gb);
+                    wk_prefetch_block(bb, gb);
+                    wk512_decode(t, ba, bb, dec + b);
+                }
+                int64_t r = 0;
+                for (; r + 2 <= rn; r += 2)
+                    wk512_tile(t, 2, dec, kc0, nbc, G.nb, x, x_stride, G.act_bytes, prep, r0 + r, hold, r, yg, ldy);
+                if (r < rn)
+                    wk512_tile(t, 1, dec, kc0, nbc, G.nb, x, x_stride, G.act_bytes, prep, r0 + r, hold, r, yg, ldy);
             }
         }
     }
+}
+
+void wk_avx512_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                            size_t x_stride, const wk_exact_xprep *prep, int64_t m, float *y, size_t ldy)
+{
+    const int64_t g_end = g0 + ((g1 - g0) & ~(int64_t)1);
+    switch (t) {
+    case WK_TYPE_Q8_0: wk512_pairs(WK_TYPE_Q8_0, k, w, g0, g_end, x, x_stride, prep, m, y, ldy); break;
+    case WK_TYPE_Q4_0: wk512_pairs(WK_TYPE_Q4_0, k, w, g0, g_end, x, x_stride, prep, m, y, ldy); break;
+    case WK_TYPE_Q4_1: wk512_pairs(WK_TYPE_Q4_1, k, w, g0, g_end, x, x_stride, prep, m, y, ldy); break;
+    case WK_TYPE_Q5_0: wk512_pairs(WK_TYPE_Q5_0, k, w, g0, g_end, x, x_stride, prep, m, y, ldy); break;
+    default: wk512_pairs(WK_TYPE_Q5_1, k, w, g0, g_end, x, x_stride, prep, m, y, ldy); break;
+    }
+    /* an odd last group: the AVX2 kernel, whose bits these are */
+    if (g_end < g1) wk_avx2_exact_groups(t, k, w, g_end, g1, x, x_stride, m, y, ldy);
 }
