@@ -621,6 +621,47 @@ static void test_exact_avx512_vs_avx2(void)
         }
 }
 
+/* The same for Q4_K and Q6_K (activations in Q8_K): rows 1-11 (the four-row order of Q4_K
+ * and its remainder rows, Q6_K's pairs and an odd row), 37 rows for a k of several decoded
+ * chunks (4, 4 and 1 super-blocks), pairs of groups and an odd last group. */
+static void test_exact_k_avx512_vs_avx2(void)
+{
+    const wk_type types[] = {WK_TYPE_Q4_K, WK_TYPE_Q6_K};
+    const int64_t ks[] = {256, 1536, 2304}, n = 40;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const wk_type t = types[ti];
+            const wk_type_traits *tr = wk_traits(t), *at = wk_traits(WK_TYPE_Q8_K);
+            const int64_t k = ks[ki], m = k > 1024 * 2 ? 37 : 11;
+            const size_t row_bytes = (size_t)(k / 256) * tr->block_bytes, xs = (size_t)(k / 256) * at->block_bytes;
+            float *f = malloc(sizeof(float) * (size_t)(n * k)), *xf = malloc(sizeof(float) * (size_t)(m * k));
+            uint8_t *rows = malloc(row_bytes * n), *packed = malloc(row_bytes * n), *xq = malloc(xs * m);
+            float *y2 = malloc(sizeof(float) * (size_t)(m * n)), *y5 = malloc(sizeof(float) * (size_t)(m * n));
+            for (int64_t i = 0; i < n * k; i++) f[i] = rnd() * (1 + i % 7) + (i % 3 ? 0.5f : 0.0f);
+            for (int64_t i = 0; i < m * k; i++) xf[i] = rnd() * (1 + i % 5);
+            /* extremes: one sign with a single opposite weight (codes 0 and the top code),
+             * activations of +-127 */
+            for (int64_t i = 0; i < 256; i++) f[i] = i == 5 ? -8.0f : 1.0f, f[k + i] = i == 9 ? 8.0f : -1.0f;
+            for (int64_t i = 0; i < 256; i++) xf[i] = i % 2 ? 1.0f : -1.0f;
+            for (int64_t r = 0; r < n; r++) tr->from_f32(f + r * k, rows + r * row_bytes, k);
+            for (int64_t g = 0; g < n / 8; g++) wk_cpu_repack_group(t, rows + g * 8 * row_bytes, packed + g * 8 * row_bytes, k);
+            for (int64_t r = 0; r < m; r++) at->from_f32(xf + r * k, xq + r * xs, k);
+            for (int64_t rows_m = 1; rows_m <= m; rows_m++) {
+                if (rows_m > 11 && rows_m < m) continue;
+                memset(y2, 0xff, sizeof(float) * (size_t)(m * n));
+                memset(y5, 0xff, sizeof(float) * (size_t)(m * n));
+                wk_avx2_exact_groups_k(t, k, packed, 0, n / 8, xq, xs, rows_m, y2, (size_t)n);
+                wk_avx512_exact_groups_k(t, k, packed, 0, n / 8, xq, xs, rows_m, y5, (size_t)n);
+                CHECK_MSG(memcmp(y2, y5, sizeof(float) * (size_t)(rows_m * n)) == 0,
+                          "%s k=%lld m=%lld: the AVX-512 llama-order kernel differs from the AVX2 one", tr->name,
+                          (long long)k, (long long)rows_m);
+                CHECK_MSG(memcmp(y5 + rows_m * n, y2 + rows_m * n, sizeof(float) * (size_t)((m - rows_m) * n)) == 0,
+                          "%s k=%lld m=%lld: rows past m written", tr->name, (long long)k, (long long)rows_m);
+            }
+            free(f), free(xf), free(rows), free(packed), free(xq), free(y2), free(y5);
+        }
+}
+
 int main(void)
 {
     wk_isa have = wk_cpu_isa();
@@ -651,6 +692,7 @@ int main(void)
         test_q2_K_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
         test_exact_avx512_vs_avx2();
+        test_exact_k_avx512_vs_avx2();
     }
     else fprintf(stderr, "no AVX-512 (VNNI): its kernels are not run here\n");
     TEST_MAIN_END();

@@ -303,8 +303,9 @@ typedef struct {
     const void *xq;
     size_t xs;
     int64_t m, chunk;
-    /* The AVX-512 kernel (the same bits), with what it needs of each activation block;
-     * NULL: the AVX2 kernel. */
+    /* The AVX-512 kernels (the same bits) for several rows, and what the one of the
+     * 32-element formats needs of each activation block. */
+    bool avx512;
     const wk_exact_xprep *prep;
     atomic_llong next;
 } exact_job;
@@ -342,10 +343,13 @@ static void exact_task(void *arg, int ith, int nth)
         if (local < j->group_chunks[i]) {
             int64_t g0 = local * j->chunk;
             int64_t g1 = g0 + j->chunk < j->n_groups[i] ? g0 + j->chunk : j->n_groups[i];
-            if (w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K)
+            if ((w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K) && j->avx512)
+                wk_avx512_exact_groups_k(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m,
+                                         j->y[i], (size_t)mm->n);
+            else if (w->type == WK_TYPE_Q4_K || w->type == WK_TYPE_Q6_K)
                 wk_avx2_exact_groups_k(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m,
                                        j->y[i], (size_t)mm->n);
-            else if (j->prep)
+            else if (j->avx512)
                 wk_avx512_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->prep, j->m, j->y[i],
                                        (size_t)mm->n);
             else
@@ -373,9 +377,10 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
     const wk_type_traits *at = wk_traits(act);
     size_t xs = (size_t)(k / at->block_size) * at->block_bytes;
     /* the AVX-512 kernel for the 32-element formats: its per-row data after the codes */
-    const bool avx512 = ce->isa >= WK_ISA_AVX512 && act != WK_TYPE_Q8_K && m > 1;
+    const bool avx512 = ce->isa >= WK_ISA_AVX512 && m > 1;
     const size_t xq_bytes = ((size_t)m * xs + 63) & ~(size_t)63;
-    const size_t prep_bytes = avx512 ? (size_t)m * (size_t)(k / 32) * sizeof(wk_exact_xprep) : 0;
+    const size_t prep_bytes =
+        avx512 && act != WK_TYPE_Q8_K ? (size_t)m * (size_t)(k / 32) * sizeof(wk_exact_xprep) : 0;
     void *xq = wk_cpu_scratch(ce, xq_bytes + prep_bytes);
     if (!xq) return wk_fail(WK_ERR_NOMEM, "matmul: cannot allocate %zu bytes of scratch", xq_bytes + prep_bytes);
     for (int64_t r = 0; r < m; r++) {
@@ -385,12 +390,12 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         else at->from_f32(x + r * k, row, k); /* Q8_K: llama.cpp rounds as the reference does */
     }
     wk_exact_xprep *prep = NULL;
-    if (avx512) {
+    if (prep_bytes) {
         prep = (wk_exact_xprep *)((char *)xq + xq_bytes);
         wk_avx512_exact_prep(act == WK_TYPE_Q8_1, k, xq, xs, m, prep);
     }
     int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
-    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .prep = prep};
+    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .avx512 = avx512, .prep = prep};
     int64_t total_groups = 0;
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];

@@ -48,5 +48,8 @@ void wk_avx512_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int
 /* The same for repacked Q4_K and Q6_K weights (k a multiple of 256, x in Q8_K). */
 void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                             size_t x_stride, int64_t m, float *y, size_t ldy);
+/* The same bits with AVX-512, 16 columns a register (src/cpu/x86/ops_matmul_k_avx512.c). */
+void wk_avx512_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                              size_t x_stride, int64_t m, float *y, size_t ldy);
 
 #endif

@@ -1,0 +1,264 @@
+/* AVX-512 kernel of the model's quantized form for Q4_K and Q6_K in llama.cpp's order: the
+ * integer sums and float operations of the AVX2 kernel (ops_matmul_avx2.c,
+ * wk_avx2_exact_groups_k), so the same bits (test_kernels), 16 columns a register.
+ *
+ * As in ops_matmul_avx512.c, a register holds two adjacent 8-column groups, the activation
+ * words are VNNI's broadcast operands, and a pair's super-blocks are decoded once into L1
+ * (codes as bytes, scales as the integers the sums need) for every row.
+ * - Q4_K: a sub-block's 32 products per column by 8 `vpdpbusd`, times its scale by one
+ *   `vpmulld`; the mins meet the Q8_K block sums by `vpdpwssd` with each pair of sums as the
+ *   broadcast operand (min x (sum a + sum b) = min x sum a + min x sum b). Four rows a pass.
+ * - Q6_K: lane l's sum starts at -32 x (the scales times the block sums of sub-block l)
+ *   by one `vpdpwssd`, then takes each step by `vpmaddubsw` and `vpdpwssd` with the scale
+ *   (the AVX2 kernel's `maddubs` and `madd` with it). Two rows a pass, their 16 lane sums
+ *   in registers. */
+#include <immintrin.h>
+#include <stdalign.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/ops_internal.h"
+#include "cpu/x86/k4x8_avx2.h"
+#include "cpu/x86/tiles_x86.h"
+#include "quant/blocks.h"
+
+enum {
+    WK512K_KC = 4,  /* super-blocks decoded at a time: 21-23 KiB */
+    WK512K_RB = 32, /* rows a pass when k spans several such chunks (their sums kept between) */
+};
+
+/* A Q4_K super-block of a pair of groups: codes (0..15) of sub-block j, step s; the
+ * scales as int32; the mins twice per column (two int16) for vpdpwssd; d and dmin. */
+typedef struct {
+    __m512i q[8][8], sc[8], mn[8];
+    __m512 d, dmin;
+} wk512_q4k;
+/* A Q6_K super-block of a pair: codes (0..63) of group g, step s; the scales twice per
+ * column; -32 x the scales of sub-block l's two groups; d. */
+typedef struct {
+    __m512i q[16][4], sc[16], off[8];
+    __m512 d;
+} wk512_q6k;
+
+WK_INLINE __m512i wk512k_pair(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+WK_INLINE __m512 wk512k_halves(const uint8_t *a, const uint8_t *b)
+{
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
+                                                   _mm_loadu_si128((const __m128i *)b), 1));
+}
+/* 8 bytes at a and 8 at b, one a 32-bit lane (zero- or sign-extended). */
+WK_INLINE __m128i wk512k_bytes16(const uint8_t *a, const uint8_t *b)
+{
+    return _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)a), _mm_loadl_epi64((const __m128i *)b));
+}
+/* Each int32 lane's low 16 bits in both of its halves. */
+WK_INLINE __m512i wk512k_twice(__m512i v)
+{
+    return _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(v, 16));
+}
+
+WK_INLINE void wk512_decode_q4k(const uint8_t *a, const uint8_t *b, wk512_q4k *o)
+{
+    o->d = wk512k_halves(a, b);
+    o->dmin = wk512k_halves(a + 16, b + 16);
+    uint8_t sa[64], sb[64], ma[64], mb[64];
+    wk_k4x8_decode(a + 32, sa);
+    wk_k4x8_decode(b + 32, sb);
+    wk_k4x8_decode(a + 80, ma);
+    wk_k4x8_decode(b + 80, mb);
+    for (int j = 0; j < 8; j++) {
+        o->sc[j] = _mm512_cvtepu8_epi32(wk512k_bytes16(sa + 8 * j, sb + 8 * j));
+        o->mn[j] = wk512k_twice(_mm512_cvtepu8_epi32(wk512k_bytes16(ma + 8 * j, mb + 8 * j)));
+    }
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    for (int p = 0; p < 4; p++)
+        for (int s = 0; s < 8; s++) {
+            __m512i v = wk512k_pair(a + 128 + 256 * p + 32 * s, b + 128 + 256 * p + 32 * s);
+            o->q[2 * p][s] = _mm512_and_si512(v, m4);
+            o->q[2 * p + 1][s] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        }
+}
+
+WK_INLINE void wk512_decode_q6k(const uint8_t *a, const uint8_t *b, wk512_q6k *o)
+{
+    o->d = wk512k_halves(a, b);
+    __m512i sc32[16];
+    for (int g = 0; g < 16; g++) {
+        sc32[g] = _mm512_cvtepi8_epi32(wk512k_bytes16(a + 16 + 8 * g, b + 16 + 8 * g));
+        o->sc[g] = wk512k_twice(sc32[g]);
+    }
+    for (int l = 0; l < 8; l++) {
+        __m512i lo = _mm512_mullo_epi32(sc32[2 * l], _mm512_set1_epi32(-32));
+        __m512i hi = _mm512_mullo_epi32(sc32[2 * l + 1], _mm512_set1_epi32(-32));
+        o->off[l] = _mm512_or_si512(_mm512_and_si512(lo, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(hi, 16));
+    }
+    const __m512i m3f = _mm512_set1_epi8(0x3f);
+    for (int g = 0; g < 16; g++) { /* the planes of wk_q6x8_group, two groups a register */
+        const uint8_t *ga = a + 144 + 96 * g, *gb = b + 144 + 96 * g;
+        __m512i p0 = wk512k_pair(ga, gb), p1 = wk512k_pair(ga + 32, gb + 32), p2 = wk512k_pair(ga + 64, gb + 64);
+        o->q[g][0] = _mm512_and_si512(p0, m3f);
+        o->q[g][1] = _mm512_and_si512(p1, m3f);
+        o->q[g][2] = _mm512_and_si512(p2, m3f);
+        /* bits 6-7 of p0, p1 >> 2 and p2 >> 4, each in its place (bit selects), then >> 2 */
+        __m512i t = _mm512_ternarylogic_epi32(_mm512_set1_epi8((char)0xc0), p0, _mm512_srli_epi16(p1, 2), 0xca);
+        t = _mm512_ternarylogic_epi32(_mm512_set1_epi8((char)0xf0), t, _mm512_srli_epi16(p2, 4), 0xca);
+        o->q[g][3] = _mm512_and_si512(_mm512_srli_epi16(t, 2), m3f);
+    }
+}
+
+WK_INLINE __m512i wk512k_word(const void *p)
+{
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* R rows (x[r]: their Q8_K super-block 0 of the chunk) over nbc decoded Q4_K super-blocks;
+ * pairs: flush after every two sub-blocks (llama.cpp's gemm order), else once a block. */
+WK_INLINE void wk512_rows_q4k(const int R, bool pairs, const wk512_q4k *dec, int64_t nbc,
+                              const wk_block_q8_K *const *x, __m512 *acc, __m512 *accm)
+{
+    for (int64_t b = 0; b < nbc; b++) {
+        const wk512_q4k *D = dec + b;
+        __m512i isum[4], imin[4];
+        for (int r = 0; r < R; r++) isum[r] = imin[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 8; j++) {
+            __m512i s[4];
+            for (int r = 0; r < R; r++) s[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int st = 0; st < 8; st++) {
+                const __m512i W = D->q[j][st];
+                for (int r = 0; r < R; r++) s[r] = _mm512_dpbusd_epi32(s[r], W, wk512k_word(x[r][b].qs + 32 * j + 4 * st));
+            }
+            for (int r = 0; r < R; r++) {
+                isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s[r], D->sc[j]));
+                imin[r] = _mm512_dpwssd_epi32(imin[r], D->mn[j], wk512k_word(x[r][b].bsums + 2 * j));
+            }
+            if (j == 7 || (pairs && (j & 1)))
+                for (int r = 0; r < R; r++) {
+                    const __m512 dx = _mm512_set1_ps(x[r][b].d);
+                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_mul_ps(D->d, dx), acc[r]);
+                    accm[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(imin[r]), _mm512_mul_ps(D->dmin, dx), accm[r]);
+                    isum[r] = imin[r] = _mm512_setzero_si512();
+                }
+        }
+    }
+}
+
+/* R rows over nbc decoded Q6_K super-blocks: acc[r][l], lane l. */
+WK_INLINE void wk512_rows_q6k(const int R, const wk512_q6k *dec, int64_t nbc, const wk_block_q8_K *const *x,
+                              __m512 (*acc)[8])
+{
+    for (int64_t b = 0; b < nbc; b++) {
+        const wk512_q6k *D = dec + b;
+        __m512i isum[2][8];
+        for (int r = 0; r < R; r++)
+            for (int l = 0; l < 8; l++)
+                isum[r][l] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), D->off[l], wk512k_word(x[r][b].bsums + 2 * l));
+        for (int t = 0; t < 8; t++) {
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; l++) {
+                const __m512i W = D->q[2 * t + l / 4][l % 4], S = D->sc[2 * t + l / 4];
+                for (int r = 0; r < R; r++) {
+                    const __m512i p = _mm512_maddubs_epi16(W, wk512k_word(x[r][b].qs + 32 * t + 4 * l));
+                    isum[r][l] = _mm512_dpwssd_epi32(isum[r][l], p, S);
+                }
+            }
+        }
+        for (int r = 0; r < R; r++) {
+            const __m512 d = _mm512_mul_ps(_mm512_set1_ps(x[r][b].d), D->d);
+            for (int l = 0; l < 8; l++) acc[r][l] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum[r][l]), acc[r][l]);
+        }
+    }
+}
+
+/* R rows from `row` of a pass over super-blocks kc0 .. kc0 + nbc - 1 of nb: float sums
+ * from (first chunk: zero) and into hold[hr..], on the last chunk the outputs into y. */
+WK_INLINE void wk512k_tile(wk_type t, const int R, const void *dec, int64_t kc0, int64_t nbc, int64_t nb,
+                           const char *x, size_t x_stride, int64_t row, bool pairs, __m512 (*hold)[8], int64_t hr,
+                           float *y, size_t ldy)
+{
+    const wk_block_q8_K *xr[4];
+    for (int r = 0; r < R; r++) xr[r] = (const wk_block_q8_K *)(x + (size_t)(row + r) * x_stride) + kc0;
+    const bool last = kc0 + nbc == nb;
+    if (t == WK_TYPE_Q4_K) {
+        __m512 acc[4], accm[4];
+        for (int r = 0; r < R; r++) {
+            acc[r] = kc0 ? hold[hr + r][0] : _mm512_setzero_ps();
+            accm[r] = kc0 ? hold[hr + r][1] : _mm512_setzero_ps();
+        }
+        wk512_rows_q4k(R, pairs, dec, nbc, xr, acc, accm);
+        for (int r = 0; r < R; r++) {
+            if (last) _mm512_storeu_ps(y + (size_t)(row + r) * ldy, _mm512_sub_ps(acc[r], accm[r]));
+            else hold[hr + r][0] = acc[r], hold[hr + r][1] = accm[r];
+        }
+        return;
+    }
+    __m512 acc[2][8];
+    for (int r = 0; r < R; r++)
+        for (int l = 0; l < 8; l++) acc[r][l] = kc0 ? hold[hr + r][l] : _mm512_setzero_ps();
+    wk512_rows_q6k(R, dec, nbc, xr, acc);
+    for (int r = 0; r < R; r++) {
+        if (!last) {
+            for (int l = 0; l < 8; l++) hold[hr + r][l] = acc[r][l];
+            continue;
+        }
+        __m512 *a = acc[r];
+        __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                                 _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+        _mm512_storeu_ps(y + (size_t)(row + r) * ldy, v);
+    }
+}
+
+WK_INLINE void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                            size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    const int64_t nb = k / 256;
+    const size_t sb = 8 * (t == WK_TYPE_Q4_K ? sizeof(wk_block_q4_K) : sizeof(wk_block_q6_K));
+    const size_t group_bytes = (size_t)nb * sb;
+    const int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
+    const int R = t == WK_TYPE_Q4_K ? 4 : 2;
+    union {
+        wk512_q4k q4[WK512K_KC];
+        wk512_q6k q6[WK512K_KC];
+    } alignas(64) dec;
+    alignas(64) __m512 hold[WK512K_RB][8];
+    const int64_t pass = nb <= WK512K_KC ? m : WK512K_RB; /* a multiple of 4 */
+    for (int64_t g = g0; g < g1; g += 2) {
+        const uint8_t *wa = (const uint8_t *)w + (size_t)g * group_bytes, *wb = wa + group_bytes;
+        float *yg = y + 8 * g;
+        for (int64_t r0 = 0; r0 < m; r0 += pass) {
+            const int64_t rn = m - r0 < pass ? m - r0 : pass;
+            for (int64_t kc0 = 0; kc0 < nb; kc0 += WK512K_KC) {
+                const int64_t nbc = nb - kc0 < WK512K_KC ? nb - kc0 : WK512K_KC;
+                for (int64_t b = 0; b < nbc; b++) {
+                    const uint8_t *ba = wa + (size_t)(kc0 + b) * sb, *bb = wb + (size_t)(kc0 + b) * sb;
+                    wk_prefetch_block(ba, sb);
+                    wk_prefetch_block(bb, sb);
+                    if (t == WK_TYPE_Q4_K) wk512_decode_q4k(ba, bb, dec.q4 + b);
+                    else wk512_decode_q6k(ba, bb, dec.q6 + b);
+                }
+                int64_t r = 0;
+                for (; r + R <= rn; r += R)
+                    wk512k_tile(t, R, &dec, kc0, nbc, nb, x, x_stride, r0 + r, r0 + r + R <= n_pairs, hold, r, yg,
+                                ldy);
+                for (; r < rn; r++)
+                    wk512k_tile(t, 1, &dec, kc0, nbc, nb, x, x_stride, r0 + r, false, hold, r, yg, ldy);
+            }
+        }
+    }
+}
+
+void wk_avx512_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                              size_t x_stride, int64_t m, float *y, size_t ldy)
+{
+    const int64_t g_end = g0 + ((g1 - g0) & ~(int64_t)1);
+    if (t == WK_TYPE_Q4_K) wk512k_pairs(WK_TYPE_Q4_K, k, w, g0, g_end, x, x_stride, m, y, ldy);
+    else wk512k_pairs(WK_TYPE_Q6_K, k, w, g0, g_end, x, x_stride, m, y, ldy);
+    /* an odd last group: the AVX2 kernel, whose bits these are */
+    if (g_end < g1) wk_avx2_exact_groups_k(t, k, w, g_end, g1, x, x_stride, m, y, ldy);
+}
