@@ -5,13 +5,15 @@
  * As in ops_matmul_avx512.c, a register holds two adjacent 8-column groups, the activation
  * words are VNNI's broadcast operands, and a pair's super-blocks are decoded once into L1
  * (codes as bytes, scales as the integers the sums need) for every row.
- * - Q4_K: a sub-block's 32 products per column by 8 `vpdpbusd`, times its scale by one
- *   `vpmulld`; the mins meet the Q8_K block sums by `vpdpwssd` with each pair of sums as the
- *   broadcast operand (min x (sum a + sum b) = min x sum a + min x sum b). Four rows a pass.
- * - Q6_K: lane l's sum starts at -32 x (the scales times the block sums of sub-block l)
- *   by one `vpdpwssd`, then takes each step by `vpmaddubsw` and `vpdpwssd` with the scale
- *   (the AVX2 kernel's `maddubs` and `madd` with it). Two rows a pass, their 16 lane sums
- *   in registers. */
+ * - Q4_K: each half of a sub-block (16 products a column, within int16) by 4 `vpdpbusd`,
+ *   times the scale by one `vpdpwssd` (a sum within int16 has only its sign in its high
+ *   half, and the scale's high half is zero); the mins meet the Q8_K block sums by
+ *   `vpdpwssd` with each pair of sums as the broadcast operand (min x (sum a + sum b) =
+ *   min x sum a + min x sum b). Four rows a pass.
+ * - Q6_K: lane l's sum starts at -32 x (the scales times the block sums of sub-block l) by
+ *   one `vpdpwssd`, then takes each step's 4 products by `vpdpbusd` and, times the scale,
+ *   by `vpdpwssd` (the AVX2 kernel's `maddubs` and `madd` with it). Two rows a pass, their
+ *   16 lane sums in registers. */
 #include <immintrin.h>
 #include <stdalign.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include "cpu/ops_internal.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
+#include "cpu/x86/vnni_bcast_avx512.h"
 #include "quant/blocks.h"
 
 enum {
@@ -71,7 +74,7 @@ WK_INLINE void wk512_decode_q4k(const uint8_t *a, const uint8_t *b, wk512_q4k *o
     wk_k4x8_decode(a + 80, ma);
     wk_k4x8_decode(b + 80, mb);
     for (int j = 0; j < 8; j++) {
-        o->sc[j] = _mm512_cvtepu8_epi32(wk512k_bytes16(sa + 8 * j, sb + 8 * j));
+        o->sc[j] = _mm512_cvtepu8_epi32(wk512k_bytes16(sa + 8 * j, sb + 8 * j)); /* high half zero */
         o->mn[j] = wk512k_twice(_mm512_cvtepu8_epi32(wk512k_bytes16(ma + 8 * j, mb + 8 * j)));
     }
     const __m512i m4 = _mm512_set1_epi8(0x0f);
@@ -89,7 +92,7 @@ WK_INLINE void wk512_decode_q6k(const uint8_t *a, const uint8_t *b, wk512_q6k *o
     __m512i sc32[16];
     for (int g = 0; g < 16; g++) {
         sc32[g] = _mm512_cvtepi8_epi32(wk512k_bytes16(a + 16 + 8 * g, b + 16 + 8 * g));
-        o->sc[g] = wk512k_twice(sc32[g]);
+        o->sc[g] = _mm512_and_si512(sc32[g], _mm512_set1_epi32(0xffff)); /* int16, high half zero */
     }
     for (int l = 0; l < 8; l++) {
         __m512i lo = _mm512_mullo_epi32(sc32[2 * l], _mm512_set1_epi32(-32));
@@ -110,13 +113,6 @@ WK_INLINE void wk512_decode_q6k(const uint8_t *a, const uint8_t *b, wk512_q6k *o
     }
 }
 
-WK_INLINE __m512i wk512k_word(const void *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
-}
-
 /* R rows (x[r]: their Q8_K super-block 0 of the chunk) over nbc decoded Q4_K super-blocks;
  * pairs: flush after every two sub-blocks (llama.cpp's gemm order), else once a block. */
 WK_INLINE void wk512_rows_q4k(const int R, bool pairs, const wk512_q4k *dec, int64_t nbc,
@@ -127,17 +123,20 @@ WK_INLINE void wk512_rows_q4k(const int R, bool pairs, const wk512_q4k *dec, int
         __m512i isum[4], imin[4];
         for (int r = 0; r < R; r++) isum[r] = imin[r] = _mm512_setzero_si512();
         for (int j = 0; j < 8; j++) {
-            __m512i s[4];
-            for (int r = 0; r < R; r++) s[r] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-            for (int st = 0; st < 8; st++) {
-                const __m512i W = D->q[j][st];
-                for (int r = 0; r < R; r++) s[r] = _mm512_dpbusd_epi32(s[r], W, wk512k_word(x[r][b].qs + 32 * j + 4 * st));
+            /* two halves of 16 products (at most 16 x 15 x 127, within int16), each times
+             * the scale by one vpdpwssd (the scale's high half is zero) */
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m512i s[4];
+                for (int r = 0; r < R; r++) s[r] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int st = 4 * h; st < 4 * h + 4; st++) {
+                    const __m512i W = D->q[j][st];
+                    for (int r = 0; r < R; r++) s[r] = wk512_dpbusd_bcast(s[r], W, x[r][b].qs + 32 * j + 4 * st);
+                }
+                for (int r = 0; r < R; r++) isum[r] = _mm512_dpwssd_epi32(isum[r], s[r], D->sc[j]);
             }
-            for (int r = 0; r < R; r++) {
-                isum[r] = _mm512_add_epi32(isum[r], _mm512_mullo_epi32(s[r], D->sc[j]));
-                imin[r] = _mm512_dpwssd_epi32(imin[r], D->mn[j], wk512k_word(x[r][b].bsums + 2 * j));
-            }
+            for (int r = 0; r < R; r++) imin[r] = wk512_dpwssd_bcast(imin[r], D->mn[j], x[r][b].bsums + 2 * j);
             if (j == 7 || (pairs && (j & 1)))
                 for (int r = 0; r < R; r++) {
                     const __m512 dx = _mm512_set1_ps(x[r][b].d);
@@ -158,13 +157,15 @@ WK_INLINE void wk512_rows_q6k(const int R, const wk512_q6k *dec, int64_t nbc, co
         __m512i isum[2][8];
         for (int r = 0; r < R; r++)
             for (int l = 0; l < 8; l++)
-                isum[r][l] = _mm512_dpwssd_epi32(_mm512_setzero_si512(), D->off[l], wk512k_word(x[r][b].bsums + 2 * l));
+                isum[r][l] = wk512_dpwssd_bcast(_mm512_setzero_si512(), D->off[l], x[r][b].bsums + 2 * l);
         for (int t = 0; t < 8; t++) {
 #pragma GCC unroll 8
             for (int l = 0; l < 8; l++) {
                 const __m512i W = D->q[2 * t + l / 4][l % 4], S = D->sc[2 * t + l / 4];
                 for (int r = 0; r < R; r++) {
-                    const __m512i p = _mm512_maddubs_epi16(W, wk512k_word(x[r][b].qs + 32 * t + 4 * l));
+                    /* 4 products (at most 4 x 63 x 127, within int16), times the scale by
+                     * one vpdpwssd (the scale's high half is zero) */
+                    const __m512i p = wk512_dpbusd_bcast(_mm512_setzero_si512(), W, x[r][b].qs + 32 * t + 4 * l);
                     isum[r][l] = _mm512_dpwssd_epi32(isum[r][l], p, S);
                 }
             }
@@ -214,14 +215,41 @@ WK_INLINE void wk512k_tile(wk_type t, const int R, const void *dec, int64_t kc0,
     }
 }
 
-WK_INLINE void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
-                            size_t x_stride, int64_t m, float *y, size_t ldy)
+/* The decoding of a chunk and its row tiles, per type, each a function of its own (inlined
+ * together, the decoding's constants took registers and the Q6_K tiles spilled). */
+#ifndef WK512K_Q6_ROWS
+#define WK512K_Q6_ROWS 2
+#endif
+#define WK512K_FNS(T, SUF, DEC, BLK, R)                                                                         \
+    static __attribute__((noinline)) void wk512k_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t sb,  \
+                                                              int64_t nbc, void *dec)                           \
+    {                                                                                                           \
+        for (int64_t b = 0; b < nbc; b++) {                                                                     \
+            wk_prefetch_block(wa + (size_t)b * sb, sb);                                                         \
+            wk_prefetch_block(wb + (size_t)b * sb, sb);                                                         \
+            DEC(wa + (size_t)b * sb, wb + (size_t)b * sb, (BLK *)dec + b);                                      \
+        }                                                                                                       \
+    }                                                                                                           \
+    static __attribute__((noinline)) void wk512k_rows_##SUF(const void *dec, int64_t kc0, int64_t nbc, int64_t nb, \
+                                                            const char *x, size_t x_stride, int64_t r0, int64_t rn, \
+                                                            int64_t n_pairs, __m512 (*hold)[8], float *y, size_t ldy) \
+    {                                                                                                           \
+        int64_t r = 0;                                                                                          \
+        for (; r + (R) <= rn; r += (R))                                                                         \
+            wk512k_tile(T, R, dec, kc0, nbc, nb, x, x_stride, r0 + r, r0 + r + (R) <= n_pairs, hold, r, y, ldy); \
+        for (; r < rn; r++) wk512k_tile(T, 1, dec, kc0, nbc, nb, x, x_stride, r0 + r, false, hold, r, y, ldy);  \
+    }
+WK512K_FNS(WK_TYPE_Q4_K, q4k, wk512_decode_q4k, wk512_q4k, 4)
+WK512K_FNS(WK_TYPE_Q6_K, q6k, wk512_decode_q6k, wk512_q6k, WK512K_Q6_ROWS)
+
+static void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
+                         size_t x_stride, int64_t m, float *y, size_t ldy)
 {
     const int64_t nb = k / 256;
     const size_t sb = 8 * (t == WK_TYPE_Q4_K ? sizeof(wk_block_q4_K) : sizeof(wk_block_q6_K));
     const size_t group_bytes = (size_t)nb * sb;
     const int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
-    const int R = t == WK_TYPE_Q4_K ? 4 : 2;
+    const bool q4 = t == WK_TYPE_Q4_K;
     union {
         wk512_q4k q4[WK512K_KC];
         wk512_q6k q6[WK512K_KC];
@@ -230,24 +258,15 @@ WK_INLINE void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int
     const int64_t pass = nb <= WK512K_KC ? m : WK512K_RB; /* a multiple of 4 */
     for (int64_t g = g0; g < g1; g += 2) {
         const uint8_t *wa = (const uint8_t *)w + (size_t)g * group_bytes, *wb = wa + group_bytes;
-        float *yg = y + 8 * g;
         for (int64_t r0 = 0; r0 < m; r0 += pass) {
             const int64_t rn = m - r0 < pass ? m - r0 : pass;
             for (int64_t kc0 = 0; kc0 < nb; kc0 += WK512K_KC) {
                 const int64_t nbc = nb - kc0 < WK512K_KC ? nb - kc0 : WK512K_KC;
-                for (int64_t b = 0; b < nbc; b++) {
-                    const uint8_t *ba = wa + (size_t)(kc0 + b) * sb, *bb = wb + (size_t)(kc0 + b) * sb;
-                    wk_prefetch_block(ba, sb);
-                    wk_prefetch_block(bb, sb);
-                    if (t == WK_TYPE_Q4_K) wk512_decode_q4k(ba, bb, dec.q4 + b);
-                    else wk512_decode_q6k(ba, bb, dec.q6 + b);
-                }
-                int64_t r = 0;
-                for (; r + R <= rn; r += R)
-                    wk512k_tile(t, R, &dec, kc0, nbc, nb, x, x_stride, r0 + r, r0 + r + R <= n_pairs, hold, r, yg,
-                                ldy);
-                for (; r < rn; r++)
-                    wk512k_tile(t, 1, &dec, kc0, nbc, nb, x, x_stride, r0 + r, false, hold, r, yg, ldy);
+                const uint8_t *ca = wa + (size_t)kc0 * sb, *cb = wb + (size_t)kc0 * sb;
+                if (q4) wk512k_decode_q4k(ca, cb, sb, nbc, &dec);
+                else wk512k_decode_q6k(ca, cb, sb, nbc, &dec);
+                if (q4) wk512k_rows_q4k(&dec, kc0, nbc, nb, x, x_stride, r0, rn, n_pairs, hold, y + 8 * g, ldy);
+                else wk512k_rows_q6k(&dec, kc0, nbc, nb, x, x_stride, r0, rn, n_pairs, hold, y + 8 * g, ldy);
             }
         }
     }
@@ -257,8 +276,7 @@ void wk_avx512_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, i
                               size_t x_stride, int64_t m, float *y, size_t ldy)
 {
     const int64_t g_end = g0 + ((g1 - g0) & ~(int64_t)1);
-    if (t == WK_TYPE_Q4_K) wk512k_pairs(WK_TYPE_Q4_K, k, w, g0, g_end, x, x_stride, m, y, ldy);
-    else wk512k_pairs(WK_TYPE_Q6_K, k, w, g0, g_end, x, x_stride, m, y, ldy);
+    wk512k_pairs(t, k, w, g0, g_end, x, x_stride, m, y, ldy);
     /* an odd last group: the AVX2 kernel, whose bits these are */
     if (g_end < g1) wk_avx2_exact_groups_k(t, k, w, g_end, g1, x, x_stride, m, y, ldy);
 }
