@@ -7,6 +7,7 @@
  * llama.cpp"), so that the quantized form gives its numbers; elsewhere the generic
  * kernels and the plain formulas below run. */
 #include <math.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,14 +301,16 @@ typedef struct {
     int64_t n_groups[MM_MAX];   /* repacked groups of 8 rows */
     int64_t group_chunks[MM_MAX];
     int64_t first_chunk[MM_MAX + 1];
-    const void *xq;
+    const float *x; /* rows to quantize in the run (NULL: quantized before it) */
+    void *xq;
     size_t xs;
-    int64_t m, chunk;
+    int64_t k, m, chunk;
+    wk_type act;
     /* The AVX-512 kernels (the same bits) for several rows, and what the one of the
      * 32-element formats needs of each activation block. */
     bool avx512;
-    const wk_exact_xprep *prep;
-    atomic_llong next;
+    wk_exact_xprep *prep;
+    atomic_llong next, next_row, rows_done;
 } exact_job;
 
 static bool exact_type(wk_type t)
@@ -328,10 +331,31 @@ static wk_type exact_act_type(wk_type t)
     return t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1 ? WK_TYPE_Q8_1 : WK_TYPE_Q8_0;
 }
 
+/* Row r of x quantized as llama.cpp does, and the AVX-512 kernel's data of it. */
+static void exact_quantize_row(const exact_job *j, int64_t r)
+{
+    const float *x = j->x + r * j->k;
+    char *row = (char *)j->xq + (size_t)r * j->xs;
+    if (j->act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x, row, j->k);
+    else if (j->act == WK_TYPE_Q8_0) wk_avx2_act_q8_0(x, row, j->k);
+    else wk_traits(j->act)->from_f32(x, row, j->k); /* Q8_K: llama.cpp rounds as the reference does */
+    if (j->prep) wk_avx512_exact_prep(j->act == WK_TYPE_Q8_1, j->k, row, j->xs, 1, j->prep + r * (j->k / 32));
+}
+
 static void exact_task(void *arg, int ith, int nth)
 {
     exact_job *j = arg;
     (void)ith, (void)nth;
+    if (j->x) { /* rows claimed one at a time; the columns wait for the rows, not the threads */
+        for (;;) {
+            int64_t r = atomic_fetch_add(&j->next_row, 1);
+            if (r >= j->m) break;
+            exact_quantize_row(j, r);
+            atomic_fetch_add_explicit(&j->rows_done, 1, memory_order_release);
+        }
+        for (int spins = 0; atomic_load_explicit(&j->rows_done, memory_order_acquire) < j->m; spins++)
+            if (spins > 1000) sched_yield();
+    }
     for (;;) {
         int64_t c = atomic_fetch_add(&j->next, 1);
         if (c >= j->first_chunk[j->count]) break;
@@ -383,19 +407,13 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         avx512 && act != WK_TYPE_Q8_K ? (size_t)m * (size_t)(k / 32) * sizeof(wk_exact_xprep) : 0;
     void *xq = wk_cpu_scratch(ce, xq_bytes + prep_bytes);
     if (!xq) return wk_fail(WK_ERR_NOMEM, "matmul: cannot allocate %zu bytes of scratch", xq_bytes + prep_bytes);
-    for (int64_t r = 0; r < m; r++) {
-        char *row = (char *)xq + (size_t)r * xs;
-        if (act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x + r * k, row, k);
-        else if (act == WK_TYPE_Q8_0) wk_avx2_act_q8_0(x + r * k, row, k);
-        else at->from_f32(x + r * k, row, k); /* Q8_K: llama.cpp rounds as the reference does */
-    }
-    wk_exact_xprep *prep = NULL;
-    if (prep_bytes) {
-        prep = (wk_exact_xprep *)((char *)xq + xq_bytes);
-        wk_avx512_exact_prep(act == WK_TYPE_Q8_1, k, xq, xs, m, prep);
-    }
     int nth = ce->pool ? wk_pool_threads(ce->pool) : 1;
-    exact_job j = {.count = count, .xq = xq, .xs = xs, .m = m, .avx512 = avx512, .prep = prep};
+    exact_job j = {.count = count, .x = x, .xq = xq, .xs = xs, .k = k, .m = m, .act = act, .avx512 = avx512,
+                   .prep = prep_bytes ? (wk_exact_xprep *)((char *)xq + xq_bytes) : NULL};
+    if (m == 1 || nth == 1) { /* one row: quantized here, before the run */
+        for (int64_t r = 0; r < m; r++) exact_quantize_row(&j, r);
+        j.x = NULL;
+    }
     int64_t total_groups = 0;
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];
@@ -414,6 +432,8 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         j.first_chunk[i + 1] = j.first_chunk[i] + j.group_chunks[i] + (tail ? 1 : 0);
     }
     atomic_init(&j.next, 0);
+    atomic_init(&j.next_row, 0);
+    atomic_init(&j.rows_done, 0);
     if (ce->pool && nth > 1) wk_pool_run_flexible(ce->pool, exact_task, &j);
     else exact_task(&j, 0, 1);
     return WK_OK;

@@ -50,8 +50,8 @@ void wk_avx512_exact_prep(bool q8_1, int64_t k, const void *x, size_t x_stride, 
             _mm256_storeu_si256((__m256i *)o->off, _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 7)));
             uint16_t h[2] = {0, 0};
             memcpy(h, xb, q8_1 ? 4 : 2);
-            o->d = wk_half_to_float(h[0]);
-            o->s = wk_half_to_float(h[1]);
+            o->d = _cvtsh_ss(h[0]); /* F16C: exact, as wk_half_to_float */
+            o->s = _cvtsh_ss(h[1]);
         }
 }
 
