@@ -52,7 +52,7 @@ void wk_avx2_act_q8_0(const float *x, void *vy, int64_t k)
     for (int64_t b = 0; b < k / 32; b++) {
         float d;
         __m256i q = wk_q8_codes(x + 32 * b, &d);
-        y[b].d = wk_float_to_half(d);
+        y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT); /* F16C: as wk_float_to_half */
         _mm256_storeu_si256((__m256i *)y[b].qs, q);
     }
 }
@@ -71,8 +71,8 @@ void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
         t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
         t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
         int sum = _mm_cvtsi128_si32(t);
-        y[b].d = wk_float_to_half(d);
-        y[b].s = wk_float_to_half(d * (float)sum);
+        y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT); /* F16C: as wk_float_to_half */
+        y[b].s = _cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT);
     }
 }
 
