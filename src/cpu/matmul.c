@@ -125,7 +125,7 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
         mm->nbytes = c->dense_bytes;
     } else {
         if (mm->form == WK_FORM_QUANTIZED) {
-            st = wk_cpu_repack(mm->w, ce->isa, &c->gemm_packed, &c->n_packed);
+            st = wk_cpu_repack(mm->w, ce->isa, ce->pool, &c->gemm_packed, &c->n_packed);
             if (st) {
                 free(c);
                 return st;

@@ -1,8 +1,10 @@
 /* Repacking weight rows into the interleaved layouts described in repack.h. */
 #include "cpu/repack.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/error.h"
 #include "quant/blocks.h"
@@ -177,7 +179,50 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
     }
 }
 
-wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_packed)
+/* The pages of [p, p + n) made private and writable in one call, before the repacking
+ * reads and writes them: a weight borrowed from the file's private mapping otherwise
+ * takes a read fault and then a copy-on-write fault (with a TLB flush on every core of
+ * the process) per 4 KiB page. Best effort: where the kernel lacks it, the faults do it. */
+static void wk_prefault_writable(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = 4096;
+    uintptr_t a = (uintptr_t)p & ~(page - 1), e = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
+/* Groups are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
+ * threads; each chunk's pages are made writable first, in one call. */
+enum { WK_REPACK_CHUNK = 256 * 1024 };
+typedef struct {
+    wk_type type;
+    int64_t k, groups, chunk_groups;
+    size_t group_bytes;
+    uint8_t *base, *tmp; /* tmp: one group for each thread */
+    atomic_llong next;
+} wk_repack_job;
+
+static void wk_repack_task(void *arg, int ith, int nth)
+{
+    wk_repack_job *j = arg;
+    (void)nth;
+    uint8_t *tmp = j->tmp + (size_t)ith * j->group_bytes;
+    for (;;) {
+        int64_t g0 = atomic_fetch_add(&j->next, 1) * j->chunk_groups;
+        if (g0 >= j->groups) break;
+        int64_t g1 = g0 + j->chunk_groups < j->groups ? g0 + j->chunk_groups : j->groups;
+        wk_prefault_writable(j->base + (size_t)g0 * j->group_bytes, (size_t)(g1 - g0) * j->group_bytes);
+        for (int64_t gi = g0; gi < g1; gi++) {
+            memcpy(tmp, j->base + (size_t)gi * j->group_bytes, j->group_bytes);
+            wk_cpu_repack_group(j->type, tmp, j->base + (size_t)gi * j->group_bytes, j->k);
+        }
+    }
+}
+
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed)
 {
     *gemm = NULL;
     *n_packed = 0;
@@ -189,16 +234,19 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_
     if (!g || groups == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
     const wk_type_traits *tr = wk_traits(w->type);
     size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
-    size_t group_bytes = row_bytes * WK_REPACK_COLS;
-    /* One group's worth of temporary memory, whatever the size of the weight. */
-    uint8_t *tmp = wk_host_alloc(group_bytes);
-    if (!tmp) return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", group_bytes);
-    uint8_t *base = w->data;
-    for (int64_t gi = 0; gi < groups; gi++) {
-        memcpy(tmp, base + (size_t)gi * group_bytes, group_bytes);
-        wk_cpu_repack_group(w->type, tmp, base + (size_t)gi * group_bytes, k);
-    }
-    wk_host_free(tmp, group_bytes);
+    wk_repack_job j = {.type = w->type, .k = k, .groups = groups, .group_bytes = row_bytes * WK_REPACK_COLS,
+                       .base = w->data};
+    j.chunk_groups = (int64_t)((WK_REPACK_CHUNK + j.group_bytes - 1) / j.group_bytes);
+    atomic_init(&j.next, 0);
+    /* Every group is rewritten in place through one group of temporary memory per thread,
+     * whatever the size of the weight; taken before any is touched. */
+    const int nth = pool && groups > j.chunk_groups ? wk_pool_threads(pool) : 1;
+    const size_t tmp_bytes = (size_t)nth * j.group_bytes;
+    if (!(j.tmp = wk_host_alloc(tmp_bytes)))
+        return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", tmp_bytes);
+    if (nth > 1) wk_pool_run_flexible(pool, wk_repack_task, &j);
+    else wk_repack_task(&j, 0, 1);
+    wk_host_free(j.tmp, tmp_bytes);
     w->layout = WK_LAYOUT_REPACKED;
     *gemm = g;
     *n_packed = groups * WK_REPACK_COLS;

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "cpu/cpu_engine.h"
+#include "cpu/pool.h"
 
 #define WK_REPACK_COLS 8
 
@@ -44,9 +45,9 @@ wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
 
 /* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
  * becomes WK_LAYOUT_REPACKED) and return the kernel and the number of leading rows
- * repacked (a multiple of 8); otherwise *gemm = NULL and *n_packed = 0. WICK_NO_REPACK
- * (set, not "0") turns repacking off. */
-wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_gemm_fn *gemm, int64_t *n_packed);
+ * repacked (a multiple of 8); otherwise *gemm = NULL and *n_packed = 0. The work is shared
+ * by pool's threads (NULL: the calling thread). WICK_NO_REPACK (set, not "0") turns repacking off. */
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed);
 
 /* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst. */
 void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k);
