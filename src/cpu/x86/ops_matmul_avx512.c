@@ -22,7 +22,7 @@
 #include "core/half.h"
 #include "cpu/ops_internal.h"
 #include "cpu/x86/exact_block_x86.h"
-#include "cpu/x86/vnni_bcast_avx512.h"
+#include "cpu/x86/exact_avx512.h"
 
 enum {
     WK512_KC = 32, /* blocks decoded at a time: 20 KiB, in L1 with the rows' bytes */
@@ -55,19 +55,6 @@ void wk_avx512_exact_prep(bool q8_1, int64_t k, const void *x, size_t x_stride, 
         }
 }
 
-/* 32 bytes at a and 32 at b in one register. */
-WK_INLINE __m512i wk512_pair(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
-}
-/* 8 halves at a and 8 at b as 16 floats. */
-WK_INLINE __m512 wk512_halves(const uint8_t *a, const uint8_t *b)
-{
-    __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                        _mm_loadu_si128((const __m128i *)b), 1);
-    return _mm512_cvtph_ps(h);
-}
 /* Bit `bit` of each byte of plane at bit 4 (the fifth bit of a code). */
 WK_INLINE __m512i wk512_plane_bit4(__m512i plane, int bit)
 {

@@ -22,7 +22,7 @@
 #include "cpu/ops_internal.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
-#include "cpu/x86/vnni_bcast_avx512.h"
+#include "cpu/x86/exact_avx512.h"
 #include "quant/blocks.h"
 
 enum {
@@ -31,28 +31,19 @@ enum {
 };
 
 /* A Q4_K super-block of a pair of groups: codes (0..15) of sub-block j, step s; the
- * scales as int32; the mins twice per column (two int16) for vpdpwssd; d and dmin. */
+ * scales as int32 (int16 with a zero high half); the mins twice per column (two int16) for
+ * vpdpwssd; d and dmin. */
 typedef struct {
     __m512i q[8][8], sc[8], mn[8];
     __m512 d, dmin;
 } wk512_q4k;
-/* A Q6_K super-block of a pair: codes (0..63) of group g, step s; the scales twice per
- * column; -32 x the scales of sub-block l's two groups; d. */
+/* A Q6_K super-block of a pair: codes (0..63) of group g, step s; the scales as int16 with
+ * a zero high half; -32 x the scales of sub-block l's two groups (two int16); d. */
 typedef struct {
     __m512i q[16][4], sc[16], off[8];
     __m512 d;
 } wk512_q6k;
 
-WK_INLINE __m512i wk512k_pair(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
-}
-WK_INLINE __m512 wk512k_halves(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                                   _mm_loadu_si128((const __m128i *)b), 1));
-}
 /* 8 bytes at a and 8 at b, one a 32-bit lane (zero- or sign-extended). */
 WK_INLINE __m128i wk512k_bytes16(const uint8_t *a, const uint8_t *b)
 {
@@ -66,8 +57,8 @@ WK_INLINE __m512i wk512k_twice(__m512i v)
 
 WK_INLINE void wk512_decode_q4k(const uint8_t *a, const uint8_t *b, wk512_q4k *o)
 {
-    o->d = wk512k_halves(a, b);
-    o->dmin = wk512k_halves(a + 16, b + 16);
+    o->d = wk512_halves(a, b);
+    o->dmin = wk512_halves(a + 16, b + 16);
     uint8_t sa[64], sb[64], ma[64], mb[64];
     wk_k4x8_decode(a + 32, sa);
     wk_k4x8_decode(b + 32, sb);
@@ -80,7 +71,7 @@ WK_INLINE void wk512_decode_q4k(const uint8_t *a, const uint8_t *b, wk512_q4k *o
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     for (int p = 0; p < 4; p++)
         for (int s = 0; s < 8; s++) {
-            __m512i v = wk512k_pair(a + 128 + 256 * p + 32 * s, b + 128 + 256 * p + 32 * s);
+            __m512i v = wk512_pair(a + 128 + 256 * p + 32 * s, b + 128 + 256 * p + 32 * s);
             o->q[2 * p][s] = _mm512_and_si512(v, m4);
             o->q[2 * p + 1][s] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
         }
@@ -88,7 +79,7 @@ WK_INLINE void wk512_decode_q4k(const uint8_t *a, const uint8_t *b, wk512_q4k *o
 
 WK_INLINE void wk512_decode_q6k(const uint8_t *a, const uint8_t *b, wk512_q6k *o)
 {
-    o->d = wk512k_halves(a, b);
+    o->d = wk512_halves(a, b);
     __m512i sc32[16];
     for (int g = 0; g < 16; g++) {
         sc32[g] = _mm512_cvtepi8_epi32(wk512k_bytes16(a + 16 + 8 * g, b + 16 + 8 * g));
@@ -102,7 +93,7 @@ WK_INLINE void wk512_decode_q6k(const uint8_t *a, const uint8_t *b, wk512_q6k *o
     const __m512i m3f = _mm512_set1_epi8(0x3f);
     for (int g = 0; g < 16; g++) { /* the planes of wk_q6x8_group, two groups a register */
         const uint8_t *ga = a + 144 + 96 * g, *gb = b + 144 + 96 * g;
-        __m512i p0 = wk512k_pair(ga, gb), p1 = wk512k_pair(ga + 32, gb + 32), p2 = wk512k_pair(ga + 64, gb + 64);
+        __m512i p0 = wk512_pair(ga, gb), p1 = wk512_pair(ga + 32, gb + 32), p2 = wk512_pair(ga + 64, gb + 64);
         o->q[g][0] = _mm512_and_si512(p0, m3f);
         o->q[g][1] = _mm512_and_si512(p1, m3f);
         o->q[g][2] = _mm512_and_si512(p2, m3f);
