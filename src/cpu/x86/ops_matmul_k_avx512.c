@@ -241,10 +241,10 @@ static void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_
     const size_t group_bytes = (size_t)nb * sb;
     const int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
     const bool q4 = t == WK_TYPE_Q4_K;
-    union {
+    alignas(64) union {
         wk512_q4k q4[WK512K_KC];
         wk512_q6k q6[WK512K_KC];
-    } alignas(64) dec;
+    } dec;
     alignas(64) __m512 hold[WK512K_RB][8];
     const int64_t pass = nb <= WK512K_KC ? m : WK512K_RB; /* a multiple of 4 */
     for (int64_t g = g0; g < g1; g += 2) {
