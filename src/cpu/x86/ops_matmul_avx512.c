@@ -22,7 +22,7 @@
 #include "core/half.h"
 #include "cpu/ops_internal.h"
 #include "cpu/x86/exact_block_x86.h"
-#include "cpu/x86/exact_avx512.h"
+#include "cpu/x86/vnni_avx512.h"
 
 enum {
     WK512_KC = 32, /* blocks decoded at a time: 20 KiB, in L1 with the rows' bytes */

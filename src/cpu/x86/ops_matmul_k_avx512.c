@@ -22,7 +22,7 @@
 #include "cpu/ops_internal.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
-#include "cpu/x86/exact_avx512.h"
+#include "cpu/x86/vnni_avx512.h"
 #include "quant/blocks.h"
 
 enum {

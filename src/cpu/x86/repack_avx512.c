@@ -17,6 +17,7 @@
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
+#include "cpu/x86/vnni_avx512.h"
 #include "quant/blocks.h"
 
 /* ---- Q6_Kx8 in 512-bit registers: two column groups (two weight streams) per register ----
@@ -45,13 +46,6 @@ static void wk_vnni_q6_lane_offs(const int8_t *qs, int32_t *out)
     }
 }
 
-/* 32 bytes of two streams as one register: a at the low half, b at the high half. */
-WK_INLINE __m512i wk_vnni_pair(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
-                              _mm256_loadu_si256((const __m256i *)b), 1);
-}
-
 /* Slice i of n of the prefetch, ahead bytes ahead, of a pair's blocks b0 and b1 (bytes each;
  * b1 == b0: one). */
 WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size_t bytes, size_t ahead, int i, int n)
@@ -71,13 +65,6 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
 WK_INLINE size_t wk_stream_ahead(int64_t b, int64_t nb, int S, size_t gs, size_t bb)
 {
     return (size_t)b * bb + WK_PF_AHEAD < (size_t)nb * bb ? WK_PF_AHEAD : WK_PF_AHEAD + (size_t)(S - 1) * gs;
-}
-
-WK_INLINE __m512i wk_bcast4z(const int8_t *p)
-{
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm512_set1_epi32(v);
 }
 
 /* One super-block of the groups at b0 and b1 (b1 == b0 for a lone group) for R rows. */
@@ -102,8 +89,8 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             const int g = g2 + gg;
             wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q6_K), ahead, g, 16);
             const uint8_t *g0 = b0 + 144 + 96 * g, *g1 = b1 + 144 + 96 * g;
-            const __m512i p0 = wk_vnni_pair(g0, g1), p1 = wk_vnni_pair(g0 + 32, g1 + 32);
-            const __m512i p2 = wk_vnni_pair(g0 + 64, g1 + 64);
+            const __m512i p0 = wk512_pair(g0, g1), p1 = wk512_pair(g0 + 32, g1 + 32);
+            const __m512i p2 = wk512_pair(g0 + 64, g1 + 64);
             const __m512i q0 = _mm512_and_si512(p0, m3f), q1 = _mm512_and_si512(p1, m3f);
             const __m512i q2 = _mm512_and_si512(p2, m3f);
             /* step 3: bits 6-7 of p0, p1, p2 to bits 4-5, 2-3, 0-1 (two bit selects; the 16-bit
@@ -118,10 +105,10 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             for (int r = 0; r < R; r++) {
                 const int8_t *xq = xb[r]->qs + 16 * g;
                 const int32_t *lr = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
-                __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[0]), q0, wk_bcast4z(xq));
-                __m512i c = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[1]), q2, wk_bcast4z(xq + 8));
-                a = _mm512_dpbusd_epi32(a, q1, wk_bcast4z(xq + 4));
-                c = _mm512_dpbusd_epi32(c, q3, wk_bcast4z(xq + 12));
+                __m512i a = wk512_dpbusd_bcast(_mm512_set1_epi32(lr[0]), q0, xq);
+                __m512i c = wk512_dpbusd_bcast(_mm512_set1_epi32(lr[1]), q2, xq + 8);
+                a = wk512_dpbusd_bcast(a, q1, xq + 4);
+                c = wk512_dpbusd_bcast(c, q3, xq + 12);
                 const int j = 2 * gg;
                 ch[r][j] = _mm512_dpwssd_epi32(ch[r][j], a, sc);
                 ch[r][j + 1] = _mm512_dpwssd_epi32(ch[r][j + 1], c, sc);
@@ -269,17 +256,17 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     for (int j = 0; j < 4; j++)
         for (int h = 0; h < 2; h++) { /* groups 4j + h and, its codes times 4, 4j + 2 + h */
             __m512i q[8];
-            wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
-                              wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
+            wk_q2z_quad_codes(wk512_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
+                              wk512_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
             __m512i scv[2];
             for (int e = 0; e < 2; e++) scv[e] = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)(scp + 16 * (4 * j + 2 * e + h))));
             for (int e = 0; e < 2; e++)
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 16 * (4 * j + 2 * e + h);
-                    __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[4 * e], wk_bcast4z(xq));
-                    p = _mm512_dpbusd_epi32(p, q[4 * e + 1], wk_bcast4z(xq + 4));
-                    p = _mm512_dpbusd_epi32(p, q[4 * e + 2], wk_bcast4z(xq + 8));
-                    p = _mm512_dpbusd_epi32(p, q[4 * e + 3], wk_bcast4z(xq + 12));
+                    __m512i p = wk512_dpbusd_bcast(_mm512_setzero_si512(), q[4 * e], xq);
+                    p = wk512_dpbusd_bcast(p, q[4 * e + 1], xq + 4);
+                    p = wk512_dpbusd_bcast(p, q[4 * e + 2], xq + 8);
+                    p = wk512_dpbusd_bcast(p, q[4 * e + 3], xq + 12);
                     ch[r][2 * e + h] = _mm512_dpwssd_epi32(ch[r][2 * e + h], p, scv[e]);
                 }
         }
@@ -304,13 +291,6 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
 WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
-/* 16 f16 as f32: 8 at a (the low half), 8 at b. */
-WK_INLINE __m512 wk_load_f16x16(const uint8_t *a, const uint8_t *b)
-{
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
-                                                   _mm_loadu_si128((const __m128i *)b), 1));
-}
-
 /* ---- Q2_Kx8 for many rows: a super-block of two column groups is decoded once into L1 with
  * each code already multiplied by its group's scale (scale x code <= 15 x 3 fits a byte), so
  * that a row pays one dpbusd per 4 elements x 16 columns and nothing per group: the tiles'
@@ -333,13 +313,13 @@ WK_INLINE void wk_q2z_decode(const uint8_t *b0, const uint8_t *b1, wk_q2z_unit *
     const __m256i pairs8 = _mm256_setr_epi8(0, -1, 8, -1, 1, -1, 9, -1, 2, -1, 10, -1, 3, -1, 11, -1,
                                             4, -1, 12, -1, 5, -1, 13, -1, 6, -1, 14, -1, 7, -1, 15, -1);
     const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
-    u->d = wk_load_f16x16(b0, b1);
-    u->dmin = wk_load_f16x16(b0 + 16, b1 + 16);
+    u->d = wk512_halves(b0, b1);
+    u->dmin = wk512_halves(b0 + 16, b1 + 16);
     for (int j = 0; j < 4; j++)
         for (int h = 0; h < 2; h++) { /* groups 4j + h and 4j + 2 + h (its codes times 4: shifted back) */
             __m512i q[8];
-            wk_q2z_quad_codes(wk_vnni_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
-                              wk_vnni_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
+            wk_q2z_quad_codes(wk512_pair(b0 + 160 + 128 * j + 32 * h, b1 + 160 + 128 * j + 32 * h),
+                              wk512_pair(b0 + 224 + 128 * j + 32 * h, b1 + 224 + 128 * j + 32 * h), q);
             for (int e = 0; e < 2; e++) {
                 const int g = 4 * j + 2 * e + h;
                 /* each column's scale in both 16-bit halves of its 32-bit lane */
@@ -378,14 +358,14 @@ WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const
         for (int p = 0; p < P; p++) {
             const __m512i wv = _mm512_load_si512(&u[p].w[t]);
             for (int r = 0; r < R; r++) {
-                is0[r][p] = _mm512_dpbusd_epi32(is0[r][p], wv, wk_bcast4z(xb[r]->qs + 4 * t));
+                is0[r][p] = wk512_dpbusd_bcast(is0[r][p], wv, xb[r]->qs + 4 * t);
                 WK_KEEPZ(is0[r][p]);
             }
         }
         for (int p = 0; p < P; p++) {
             const __m512i wv = _mm512_load_si512(&u[p].w[t + 1]);
             for (int r = 0; r < R; r++) {
-                is1[r][p] = _mm512_dpbusd_epi32(is1[r][p], wv, wk_bcast4z(xb[r]->qs + 4 * t + 4));
+                is1[r][p] = wk512_dpbusd_bcast(is1[r][p], wv, xb[r]->qs + 4 * t + 4);
                 WK_KEEPZ(is1[r][p]);
             }
         }
@@ -617,12 +597,12 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
             for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
             wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q4_K), WK_PF_AHEAD, 2 * p + h, 8);
             for (int s = 4 * h; s < 4 * h + 4; s++) {
-                const __m512i v = wk_vnni_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
+                const __m512i v = wk512_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
                 const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 64 * p;
-                    plo[r] = _mm512_dpbusd_epi32(plo[r], lo, wk_bcast4z(xq + 4 * s));
-                    phi[r] = _mm512_dpbusd_epi32(phi[r], hi, wk_bcast4z(xq + 32 + 4 * s));
+                    plo[r] = wk512_dpbusd_bcast(plo[r], lo, xq + 4 * s);
+                    phi[r] = wk512_dpbusd_bcast(phi[r], hi, xq + 32 + 4 * s);
                 }
             }
             const int j = (2 * p + h) % 4;
@@ -708,9 +688,9 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
             isum[r] = (OFFSET) ? _mm512_set1_epi32(-(OFFSET) * sx[r * nb + b]) : _mm512_setzero_si512(); \
             isum2[r] = _mm512_setzero_si512();                                                     \
         }                                                                                          \
-        const __m512i pl = (Q5) ? wk_vnni_pair(b0 + (MOFF), b1 + (MOFF)) : _mm512_setzero_si512(); \
+        const __m512i pl = (Q5) ? wk512_pair(b0 + (MOFF), b1 + (MOFF)) : _mm512_setzero_si512(); \
         for (int s = 0; s < 4; s++) {                                                              \
-            const __m512i v = wk_vnni_pair(b0 + (QOFF) + 32 * s, b1 + (QOFF) + 32 * s);            \
+            const __m512i v = wk512_pair(b0 + (QOFF) + 32 * s, b1 + (QOFF) + 32 * s);            \
             __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4); \
             if (Q5) {                                                                              \
                 lo = _mm512_or_si512(lo, wk_plane_bit4z(pl, 2 * s));                               \
@@ -718,17 +698,17 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
             }                                                                                      \
             for (int r = 0; r < R; r++) {                                                          \
                 const XB *xb = (const XB *)(x + r * xs) + b;                                       \
-                isum[r] = _mm512_dpbusd_epi32(isum[r], lo, wk_bcast4z(xb->qs + 4 * s));            \
-                isum2[r] = _mm512_dpbusd_epi32(isum2[r], hi, wk_bcast4z(xb->qs + 16 + 4 * s));     \
+                isum[r] = wk512_dpbusd_bcast(isum[r], lo, xb->qs + 4 * s);            \
+                isum2[r] = wk512_dpbusd_bcast(isum2[r], hi, xb->qs + 16 + 4 * s);     \
             }                                                                                      \
         }                                                                                          \
-        const __m512 wd = wk_load_f16x16(b0, b1);                                                  \
+        const __m512 wd = wk512_halves(b0, b1);                                                  \
         for (int r = 0; r < R; r++) {                                                              \
             const XB *xb = (const XB *)(x + r * xs) + b;                                           \
             __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));                       \
             acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]); \
             if (HAS_MIN)                                                                           \
-                acc[r] = _mm512_fmadd_ps(wk_load_f16x16(b0 + 16, b1 + 16),                         \
+                acc[r] = _mm512_fmadd_ps(wk512_halves(b0 + 16, b1 + 16),                         \
                                          _mm512_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
         }                                                                                          \
     }                                                                                              \
@@ -756,14 +736,14 @@ WK_INLINE void wk_vnni_q8_0z_block(const int R, const uint8_t *b0, const uint8_t
     }
 #pragma GCC unroll 8
     for (int s = 0; s < 8; s++) {
-        const __m512i v = _mm512_xor_si512(wk_vnni_pair(b0 + 16 + 32 * s, b1 + 16 + 32 * s), bias);
+        const __m512i v = _mm512_xor_si512(wk512_pair(b0 + 16 + 32 * s, b1 + 16 + 32 * s), bias);
         for (int r = 0; r < R; r++) {
             const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-            if (s & 1) isum2[r] = _mm512_dpbusd_epi32(isum2[r], v, wk_bcast4z(xb->qs + 4 * s));
-            else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb->qs + 4 * s));
+            if (s & 1) isum2[r] = wk512_dpbusd_bcast(isum2[r], v, xb->qs + 4 * s);
+            else isum[r] = wk512_dpbusd_bcast(isum[r], v, xb->qs + 4 * s);
         }
     }
-    const __m512 wd = wk_load_f16x16(b0, b1);
+    const __m512 wd = wk512_halves(b0, b1);
     for (int r = 0; r < R; r++) {
         const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
         __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));

@@ -1,12 +1,13 @@
-/* Internal (AVX-512 VNNI): pieces shared by the llama-order kernels of ops_matmul_avx512.c and
- * ops_matmul_k_avx512.c, which hold two adjacent 8-column groups in one register.
+/* Internal (AVX-512 VNNI): pieces shared by the 512-bit kernels that hold two adjacent
+ * 8-column groups in one register (repack_avx512.c, ops_matmul_avx512.c,
+ * ops_matmul_k_avx512.c).
  *
  * The dot-product steps take a 4-byte word from memory as the instruction's broadcast operand
  * ({1to16}). GCC loads such a word with vpbroadcastd into a register first, and on the Zen 5
  * development machine that load takes a vector pipe: with the broadcast in the instruction,
- * the 32-element kernel ran 150 -> 180 GMAC/s (Q8_0, one thread, 139 rows). */
-#ifndef WICK_CPU_X86_EXACT_AVX512_H
-#define WICK_CPU_X86_EXACT_AVX512_H
+ * the llama-order Q8_0 kernel ran 150 -> 180 GMAC/s (one thread, 139 rows). */
+#ifndef WICK_CPU_X86_VNNI_AVX512_H
+#define WICK_CPU_X86_VNNI_AVX512_H
 
 #include <immintrin.h>
 #include <stdint.h>
