@@ -338,13 +338,14 @@ static void test_repacked_many_rows(wk_isa isa)
 }
 
 /* A long k: 37 super-blocks (K types) or 75 blocks cross the Q6_K tiles' span of 32
- * super-blocks whose lane offsets are made at once (a second, partial span). Rows 1 to 18
- * take the tiles of 1 to 4 rows, 4-row tiles and a remainder, and the many-row kernel
- * (from 5 rows for Q6_K, 17 for Q2_K); against the scalar kernel and bitwise against the
- * rows one at a time. */
+ * super-blocks whose lane offsets are made at once (a second, partial span), and the
+ * AVX-512 many-row kernel's chunks of 32 decoded blocks (32, 32, 11). Rows 1 to 37 take the
+ * tiles of 1 to 4 rows, 4-row tiles and a remainder, and the many-row kernels (from 5 rows
+ * for Q6_K, 17 for Q2_K, 32 for the AVX-512 32-element one, in passes of 8 and single
+ * rows); against the scalar kernel and bitwise against the rows one at a time. */
 static void test_repacked_long_k(wk_isa isa)
 {
-    enum { NR = 18, NC = 16 };
+    enum { NR = 37, NC = 16 };
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);

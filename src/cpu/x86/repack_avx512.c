@@ -17,6 +17,7 @@
 #include "cpu/repack.h"
 #include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
+#include "cpu/x86/repack_rows_avx512.h"
 #include "cpu/x86/vnni_avx512.h"
 #include "quant/blocks.h"
 
@@ -635,12 +636,6 @@ WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
  * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
-WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
-{
-    __m512i v = bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
-    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
-}
-
 /* NAME##_tile_R_S as WK_PAIR_TILE, with the accumulators of a pair in one 512-bit register. */
 #define WK_PAIRZ_TILE(NAME, BB, R, S)                                                              \
     WK_TILE_HEAD(NAME, R, S)                                                                       \
@@ -693,8 +688,8 @@ WK_INLINE __m512i wk_plane_bit4z(__m512i plane, int bit)
             const __m512i v = wk512_pair(b0 + (QOFF) + 32 * s, b1 + (QOFF) + 32 * s);            \
             __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4); \
             if (Q5) {                                                                              \
-                lo = _mm512_or_si512(lo, wk_plane_bit4z(pl, 2 * s));                               \
-                hi = _mm512_or_si512(hi, wk_plane_bit4z(pl, 2 * s + 1));                           \
+                lo = _mm512_or_si512(lo, wk512_plane_bit4(pl, 2 * s));                               \
+                hi = _mm512_or_si512(hi, wk512_plane_bit4(pl, 2 * s + 1));                           \
             }                                                                                      \
             for (int r = 0; r < R; r++) {                                                          \
                 const XB *xb = (const XB *)(x + r * xs) + b;                                       \
@@ -776,15 +771,38 @@ WK_TILES_FN(wk_vnni_packed_q4_1, wk_vnni_q4_1z_tiles, 4, 32, false, NULL)
 WK_TILES_FN(wk_vnni_packed_q5_0, wk_vnni_q5_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 WK_TILES_FN(wk_vnni_packed_q5_1, wk_vnni_q5_1z_tiles, 4, 32, false, NULL)
 
+/* From WK512_MANY_ROWS rows the 32-element formats take the many-row kernel
+ * (repack_rows_avx512.c) for their pairs of groups, the tiles for a lone last group. Zen 5,
+ * 2 threads, [8192, 4096] from memory, two alternated rounds, ms, tiles -> it: Q8_0 m = 64
+ * 4.9-5.1 -> 4.4-4.5, m = 256 18.6-19.0 -> 16.3-16.6; Q5_0 5.0-5.1 -> 4.2-4.3, 19.2-19.6 ->
+ * 15.8-16.0; Q4_1 4.4 -> 3.8-3.9, 17.2 -> 14.8; Q4_0 4.2-4.3 -> 4.0-4.2, 16.3-16.9 ->
+ * 15.5-15.7; at 16 rows it was slower (Q8_0 1.50-1.55 -> 1.63-1.68). */
+#ifndef WK512_MANY_ROWS
+#define WK512_MANY_ROWS 32
+#endif
+#define WK512_ROWS_FN(FN, T, TILES_FN)                                                             \
+    static void FN(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,     \
+                   size_t xs, float *y, size_t ldy)                                                \
+    {                                                                                              \
+        int64_t done = nr >= WK512_MANY_ROWS ? wk_avx512_rows_gemm(T, k, nr, nc, w, ws, x, xs, y, ldy) : 0; \
+        if (done < nc)                                                                             \
+            TILES_FN(k, nr, nc - done, (const uint8_t *)w + (size_t)done * ws, ws, x, xs, y + done, ldy); \
+    }
+WK512_ROWS_FN(wk_vnni_gemm_q8_0, WK_TYPE_Q8_0, wk_vnni_packed_q8_0)
+WK512_ROWS_FN(wk_vnni_gemm_q4_0, WK_TYPE_Q4_0, wk_vnni_packed_q4_0)
+WK512_ROWS_FN(wk_vnni_gemm_q4_1, WK_TYPE_Q4_1, wk_vnni_packed_q4_1)
+WK512_ROWS_FN(wk_vnni_gemm_q5_0, WK_TYPE_Q5_0, wk_vnni_packed_q5_0)
+WK512_ROWS_FN(wk_vnni_gemm_q5_1, WK_TYPE_Q5_1, wk_vnni_packed_q5_1)
+
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
 {
     switch (t) {
-    case WK_TYPE_Q8_0: return wk_vnni_packed_q8_0;
-    case WK_TYPE_Q4_0: return wk_vnni_packed_q4_0;
-    case WK_TYPE_Q4_1: return wk_vnni_packed_q4_1;
-    case WK_TYPE_Q5_0: return wk_vnni_packed_q5_0;
-    case WK_TYPE_Q5_1: return wk_vnni_packed_q5_1;
+    case WK_TYPE_Q8_0: return wk_vnni_gemm_q8_0;
+    case WK_TYPE_Q4_0: return wk_vnni_gemm_q4_0;
+    case WK_TYPE_Q4_1: return wk_vnni_gemm_q4_1;
+    case WK_TYPE_Q5_0: return wk_vnni_gemm_q5_0;
+    case WK_TYPE_Q5_1: return wk_vnni_gemm_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;

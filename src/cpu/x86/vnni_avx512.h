@@ -10,7 +10,10 @@
 #define WICK_CPU_X86_VNNI_AVX512_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "wick/common.h"
 
 /* acc + (unsigned bytes of w) . (the 4 signed bytes at p), in every 32-bit lane. */
 static inline __attribute__((always_inline)) __m512i wk512_dpbusd_bcast(__m512i acc, __m512i w, const void *p)
@@ -38,6 +41,54 @@ static inline __attribute__((always_inline)) __m512 wk512_halves(const uint8_t *
 {
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)a)),
                                                    _mm_loadu_si128((const __m128i *)b), 1));
+}
+
+/* One block of a pair of groups, decoded: the unsigned weights of each lane (16 columns),
+ * the columns' scales and (Q4_1, Q5_1) mins as floats. */
+typedef struct {
+    __m512i w[8];
+    __m512 d, m;
+} wk512_block;
+
+/* Bit `bit` of each byte of plane at bit 4 (the fifth bit of a code). */
+static inline __attribute__((always_inline)) __m512i wk512_plane_bit4(__m512i plane, int bit)
+{
+    __m512i v = bit <= 4 ? _mm512_slli_epi16(plane, 4 - bit) : _mm512_srli_epi16(plane, bit - 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* Block at a (first group) and b (second group) decoded into o. */
+static inline __attribute__((always_inline)) void wk512_decode(wk_type t, const uint8_t *a, const uint8_t *b, wk512_block *o)
+{
+    const bool has_min = t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_1;
+    o->d = wk512_halves(a, b);
+    o->m = has_min ? wk512_halves(a + 16, b + 16) : _mm512_setzero_ps();
+    if (t == WK_TYPE_Q8_0) {
+        for (int s = 0; s < 8; s++)
+            o->w[s] = _mm512_xor_si512(wk512_pair(a + 16 + 32 * s, b + 16 + 32 * s), _mm512_set1_epi8((char)0x80));
+        return;
+    }
+    const int qoff = t == WK_TYPE_Q4_0 ? 16 : t == WK_TYPE_Q4_1 ? 32 : t == WK_TYPE_Q5_0 ? 48 : 64;
+    const int poff = t == WK_TYPE_Q5_0 ? 16 : 32;
+    const bool q5 = t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    /* codes are w + 8 (Q4_0) or w + 16 (Q5_0): w + 128 is code + 120 or code + 112 */
+    const __m512i bias = _mm512_set1_epi8(t == WK_TYPE_Q4_0 ? 120 : 112);
+    const __m512i plane = q5 ? wk512_pair(a + poff, b + poff) : _mm512_setzero_si512();
+    for (int s = 0; s < 4; s++) {
+        __m512i v = wk512_pair(a + qoff + 32 * s, b + qoff + 32 * s);
+        __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        if (q5) {
+            lo = _mm512_or_si512(lo, wk512_plane_bit4(plane, 2 * s));
+            hi = _mm512_or_si512(hi, wk512_plane_bit4(plane, 2 * s + 1));
+        }
+        if (!has_min) {
+            lo = _mm512_add_epi8(lo, bias);
+            hi = _mm512_add_epi8(hi, bias);
+        }
+        o->w[s] = lo;
+        o->w[4 + s] = hi;
+    }
 }
 
 #endif
