@@ -1,6 +1,6 @@
 /* Internal (AVX-512 VNNI): pieces shared by the 512-bit kernels that hold two adjacent
- * 8-column groups in one register (repack_avx512.c, ops_matmul_avx512.c,
- * ops_matmul_k_avx512.c).
+ * 8-column groups in one register (repack_avx512.c, repack_rows_avx512.c,
+ * ops_matmul_avx512.c, ops_matmul_k_avx512.c).
  *
  * The dot-product steps take a 4-byte word from memory as the instruction's broadcast operand
  * ({1to16}). GCC loads such a word with vpbroadcastd into a register first, and on the Zen 5
