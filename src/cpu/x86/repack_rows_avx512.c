@@ -61,11 +61,7 @@ WK_INLINE void wk512r_rows(wk_type t, const int R, const wk512_block *dec, int64
     static __attribute__((noinline)) void wk512r_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t gb, \
                                                               int64_t nbc, wk512_block *dec)                 \
     {                                                                                                        \
-        for (int64_t b = 0; b < nbc; b++) {                                                                  \
-            wk_prefetch_block(wa + (size_t)b * gb, gb);                                                      \
-            wk_prefetch_block(wb + (size_t)b * gb, gb);                                                      \
-            wk512_decode(T, wa + (size_t)b * gb, wb + (size_t)b * gb, dec + b);                              \
-        }                                                                                                    \
+        wk512_decode_chunk(T, wa, wb, gb, nbc, dec);                                                         \
     }                                                                                                        \
     static __attribute__((noinline)) void wk512r_passes_##SUF(const wk512_block *dec, int64_t kc0, int64_t nbc, \
                                                               int64_t nb, int64_t nr, const char *x, size_t xs, \

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu/x86/tiles_x86.h" /* wk_prefetch_block */
 #include "wick/common.h"
 
 /* acc + (unsigned bytes of w) . (the 4 signed bytes at p), in every 32-bit lane. */
@@ -88,6 +89,18 @@ static inline __attribute__((always_inline)) void wk512_decode(wk_type t, const 
         }
         o->w[s] = lo;
         o->w[4 + s] = hi;
+    }
+}
+
+/* nbc blocks of the groups at wa and wb (gb bytes a block of one group), each prefetched
+ * WK_PF_AHEAD ahead and decoded into dec: the chunk that the many-row kernels reuse. */
+static inline __attribute__((always_inline)) void wk512_decode_chunk(wk_type t, const uint8_t *wa, const uint8_t *wb,
+                                                                     size_t gb, int64_t nbc, wk512_block *dec)
+{
+    for (int64_t b = 0; b < nbc; b++) {
+        wk_prefetch_block(wa + (size_t)b * gb, gb);
+        wk_prefetch_block(wb + (size_t)b * gb, gb);
+        wk512_decode(t, wa + (size_t)b * gb, wb + (size_t)b * gb, dec + b);
     }
 }
 
