@@ -13,6 +13,9 @@
 #include "quant/traits.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
+#ifdef WICK_HAVE_CUDA
+#include "cuda/cuda_engine.h"
+#endif
 
 static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK_TYPE_Q4_0,
                                     WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0,
@@ -20,6 +23,17 @@ static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK
                                     WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
 /* 34: a prompt of the tile kernel; 139: a prefill prompt, a partial tile of the many-row kernel */
 static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 34, 64, 139, 256};
+
+/* The row count from which mm runs at the f16 form's precision. */
+static int64_t gemm_rows(const wk_qmatmul *mm)
+{
+#ifdef WICK_HAVE_CUDA
+    return wk_cuda_mm_gemm_rows(mm);
+#else
+    (void)mm;
+    return 64;
+#endif
+}
 
 /* One weight of type t, [n, k], and its dequantized values (the reference). */
 static wk_qtensor *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
@@ -129,9 +143,11 @@ static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
             snprintf(label, sizeof label, "%s %s x=%s", wk_type_name(t), wk_form_name(got),
                      wk_type_name(xt));
             for (size_t mi = 0; mi < sizeof row_counts / sizeof row_counts[0]; mi++) {
-                /* From 64 rows quantized weights go through f16 and cuBLAS (prefill). */
-                double tm = row_counts[mi] >= 64 && wk_type_is_quantized(t) && got != WK_FORM_F32 ? 3e-3 : tol;
-                if (t == WK_TYPE_F16 && got == WK_FORM_PRECISE && row_counts[mi] >= 64 && k % 16 == 0) tm = 3e-3;
+                /* From wk_cuda_mm_gemm_rows rows (9 or 64) weights go through f16
+                 * (prefill: the wgmma kernel or cuBLAS). */
+                const bool many = row_counts[mi] >= gemm_rows(mm);
+                double tm = many && wk_type_is_quantized(t) && got != WK_FORM_F32 ? 3e-3 : tol;
+                if (t == WK_TYPE_F16 && got == WK_FORM_PRECISE && many && k % 16 == 0) tm = 3e-3;
                 double w1 = run_case(e, mm, wref, n, k, row_counts[mi], xt, tm, label);
                 if (w1 > worst) worst = w1;
             }
@@ -221,7 +237,8 @@ static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t k)
 static void test_wide_tiles(wk_engine *e)
 {
     const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                                WK_TYPE_Q8_0, WK_TYPE_Q4_K, WK_TYPE_Q6_K};
+                                WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
+                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
     for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) {
         test_wide_tiles_k(e, packable[i], 512);
         if (wk_traits(packable[i])->block_size == 32) test_wide_tiles_k(e, packable[i], 704);
@@ -312,7 +329,8 @@ static void test_pack(void)
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return;
     const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                             WK_TYPE_Q8_0, WK_TYPE_Q4_K, WK_TYPE_Q6_K};
+                             WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
+                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
     const int64_t n = 48;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const wk_type t = types[ti];
@@ -353,7 +371,7 @@ static void test_pack(void)
             }
         }
         if (ti == 0 && dq && dp) {
-            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q2_K, dq, n, 256, dp), WK_ERR_INVALID, "no packed layout");
+            CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q8_K, dq, n, 256, dp), WK_ERR_INVALID, "no packed layout");
             CHECK_FAILS(wk_cuda_pack(c, WK_TYPE_Q4_K, dq, n, 320, dp), WK_ERR_INVALID, "k of 256");
             CHECK_FAILS(wk_cuda_pack(c, t, dq, 40, k, dp), WK_ERR_INVALID, "[40, 320]");
             CHECK_FAILS(wk_cuda_pack(c, t, dq, n, 96, dp), WK_ERR_INVALID, "k of 64");
@@ -370,7 +388,10 @@ static void test_pack(void)
     CHECK(!wk_cuda_pack_supports(WK_TYPE_Q4_1, 40, 576));
     CHECK(!wk_cuda_pack_supports(WK_TYPE_Q6_K, 576, 576));
     CHECK(wk_cuda_pack_supports(WK_TYPE_Q6_K, 576, 768));
-    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q5_K, 576, 768));
+    CHECK(wk_cuda_pack_supports(WK_TYPE_Q5_K, 576, 768));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q3_K, 576, 576));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q8_K, 576, 768));
+    CHECK(!wk_cuda_pack_supports(WK_TYPE_Q8_1, 576, 768));
     wk_cuda_ctx_free(c);
 }
 #endif
@@ -403,7 +424,8 @@ int main(void)
     /* The packed layout (rows a multiple of 16, k of 64; above, 48 x 4096 Q8_0 is packed
      * too): each packable format at 1-256 rows, and the default model's k = 576. */
     const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                                WK_TYPE_Q8_0, WK_TYPE_Q4_K, WK_TYPE_Q6_K};
+                                WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
+                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
     for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) test_type(e, packable[i], 48, 512);
     test_type(e, WK_TYPE_Q6_K, 32, 1536);
     test_type(e, WK_TYPE_Q4_1, 64, 576);

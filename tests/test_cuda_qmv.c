@@ -288,7 +288,7 @@ static void test_rejections(wk_cuda_ctx *c)
     j.wtype = WK_TYPE_F32;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "f32");
     /* Packed weights: only the packable formats, whole row groups, k of 64, on 16 bytes. */
-    j.wtype = wk_cuda_packed(WK_TYPE_Q5_K);
+    j.wtype = wk_cuda_packed(WK_TYPE_Q8_K);
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_UNSUPPORTED, "(packed)");
     j.wtype = wk_cuda_packed(WK_TYPE_Q8_0);
     j.out[0].n = 8;
@@ -340,7 +340,8 @@ int main(void)
     const struct { wk_type t; int64_t k; } packs[] = {
         {WK_TYPE_Q4_0, 1024}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1536},
         {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536}, {WK_TYPE_Q4_K, 1024},
-        {WK_TYPE_Q4_K, 256}, {WK_TYPE_Q6_K, 768},
+        {WK_TYPE_Q4_K, 256}, {WK_TYPE_Q6_K, 768}, {WK_TYPE_Q5_K, 512}, {WK_TYPE_Q2_K, 768},
+        {WK_TYPE_Q3_K, 512},
     };
     const int64_t pms[] = {1, 2, 4, 5, 8, 13, 20};
     for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {

@@ -56,13 +56,18 @@ wk_status wk_cuda_check_launch(const char *what);
 /* Weight types the tensor-core matmul reads directly: the 12 quantized types and F16. */
 bool wk_cuda_qmm_supports(wk_type t);
 /* y[m, n] = x[m, k] · W[n, k]ᵀ with W in its own format (row-major blocks), x f32 or
- * f16, y f32; W may be packed (wk_cuda_packed). Below WK_CUDA_QMM_GEMM_ROWS rows: the
+ * f16, y f32; W may be packed (wk_cuda_packed). Below wk_cuda_qmm_gemm_rows rows: the
  * tensor-core kernels (a packed weight: the matrix-vector kernel) with exact weights and
  * activations split into two halves (f32-like precision). From there on
  * (prefill), as long as the addresses are fixed, the f16 form's precision: a packed
  * weight on an sm_90a GPU through wk_cuda_gemm_packed (wgmma), any other dequantized to
  * f16 in scratch and multiplied by cuBLAS. */
 #define WK_CUDA_QMM_GEMM_ROWS 64
+/* The row count from which the f16-precision kernels take over for a weight of (kept)
+ * type wtype, [n, k]: 9 where they read the weight as it is (a packed weight on an sm_90a
+ * GPU, F16), else WK_CUDA_QMM_GEMM_ROWS (the weight is dequantized to f16 first);
+ * WICK_CUDA_GEMM_ROWS (read once; 9 or more) sets it for every weight, for measurements. */
+int64_t wk_cuda_qmm_gemm_rows(wk_type wtype, int64_t n, int64_t k);
 wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                       const void *x, wk_type xtype, int64_t m, float *y);
 /* The same with addresses that may follow the step position *dpos (NULL: fixed). */
@@ -75,7 +80,7 @@ void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c);
  * residual stream), in the same kernel when it can. */
 void wk_cuda_qmm_add_to(wk_cuda_ctx *c, wk_dptr acc);
 /* Fused operations that also prepare their output as the next quantized matmul's input
- * (which then skips its preparation; rows < WK_CUDA_QMM_GEMM_ROWS or a graph step, dim a
+ * (which then skips its preparation; rows < wk_cuda_qmm_gemm_rows or a graph step, dim a
  * multiple of 16, rows on 16-byte boundaries):
  *   y = x / rms(x) * w per row (y may be x);   gate = silu(gate) * up. */
 wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w,
@@ -133,7 +138,7 @@ wk_status wk_cuda_dequantize(wk_cuda_ctx *c, wk_type wtype, const void *w, int64
 wk_type wk_cuda_kept_type(wk_type t, int64_t n, int64_t k);
 wk_status wk_cuda_relayout(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
 /* The packed GPU layout (qpack.cuh, pack.cu) of Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 weights
- * with n % 16 == 0 and k % 64 == 0, and of Q4_K and Q6_K weights with k % 256 == 0:
+ * with n % 16 == 0 and k % 64 == 0, and of Q2_K to Q6_K weights with k % 256 == 0:
  * every 16 rows x 64 (256) elements rearranged so that each lane of the matrix-vector
  * kernel reads its part with 16-byte loads and decodes it with a few bit operations; the
  * same bytes as the GGUF blocks, so the weight does not grow. A weight kept packed is

@@ -158,33 +158,66 @@ __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t gro
 }
 
 /* ---- the K formats (one super-block a chunk row) ----
- * The stored code (q + 32 for Q6_K) of element e (0..255) of a GGUF super-block. */
+ * The stored code (Q6_K: q + 32, Q3_K: q + 4) of element e (0..255) of a GGUF super-block:
+ * the code of 128-element half n, quarter r of 32, element l of the quarter. */
 template <class P> __device__ __forceinline__ int gguf_code_k(const uint8_t *blk, int e)
 {
-    if constexpr (P::GB == 144) { /* Q4_K: sub-blocks 2c, 2c + 1 share qs[32 c ..] (low, high nibbles) */
-        return (blk[16 + 32 * (e >> 6) + (e & 31)] >> (4 * ((e >> 5) & 1))) & 15;
-    } else { /* Q6_K: ql[128], qh[64]; 128-element halves n, quarters r of 32 */
-        const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
+    const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
+    if constexpr (P::GB == 144 || P::GB == 176) {
+        /* Q4_K, Q5_K: sub-blocks 2c, 2c + 1 share qs[32 c ..] (low, high nibbles); Q5_K's
+         * fifth bit of sub-block j in bit j of qh[l] */
+        const int lo = (blk[P::GB - 128 + 32 * (e >> 6) + l] >> (4 * ((e >> 5) & 1))) & 15;
+        return P::GB == 144 ? lo : lo | ((blk[16 + l] >> (e >> 5)) & 1) << 4;
+    } else if constexpr (P::GB == 210) { /* Q6_K: ql[128], qh[64] */
         const int lo = (blk[64 * n + l + 32 * (r & 1)] >> (4 * (r >> 1))) & 15;
         const int hi = (blk[128 + 32 * n + l] >> (2 * r)) & 3;
         return lo | hi << 4;
+    } else if constexpr (P::GB == 84) { /* Q2_K: qs[64] from byte 16, 2 bits r of byte 32 n + l */
+        return (blk[16 + 32 * n + l] >> (2 * r)) & 3;
+    } else { /* Q3_K: hmask[32], qs[64] from byte 32; the third bit in bit 4 n + r of hmask[l] */
+        return ((blk[32 + 32 * n + l] >> (2 * r)) & 3) | ((blk[l] >> (4 * n + r)) & 1) << 2;
     }
 }
-/* The GGUF super-block's header (d, dmin, scales) / scales and d, which the chunk keeps
- * as they are: bytes [from, from + n) of the block go to chunk offset to(rr). */
+/* The inverse: code q of element e ORed into a super-block whose code bytes are zero. */
+template <class P> __device__ __forceinline__ void gguf_put_code_k(uint8_t *blk, int e, int q)
+{
+    const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
+    if constexpr (P::GB == 144 || P::GB == 176) {
+        blk[P::GB - 128 + 32 * (e >> 6) + l] |= (uint8_t)((q & 15) << (4 * ((e >> 5) & 1)));
+        if constexpr (P::GB == 176) blk[16 + l] |= (uint8_t)(((q >> 4) & 1) << (e >> 5));
+    } else if constexpr (P::GB == 210) {
+        blk[64 * n + l + 32 * (r & 1)] |= (uint8_t)((q & 15) << (4 * (r >> 1)));
+        blk[128 + 32 * n + l] |= (uint8_t)((q >> 4) << (2 * r));
+    } else if constexpr (P::GB == 84) {
+        blk[16 + 32 * n + l] |= (uint8_t)((q & 3) << (2 * r));
+    } else {
+        blk[32 + 32 * n + l] |= (uint8_t)((q & 3) << (2 * r));
+        blk[l] |= (uint8_t)(((q >> 2) & 1) << (4 * n + r));
+    }
+}
+/* The GGUF super-block's header (d, dmin, scales), which the chunk keeps as it is: each
+ * piece (block offset, length) goes to chunk offset `at + stride (rr % 8) + len (rr / 8)`
+ * (rows g and g + 8 side by side). to_chunk: block -> chunk, else back. */
 template <class P> __device__ __forceinline__ void k_header_move(uint8_t *ch, uint8_t *blk, int rr, bool to_chunk)
 {
-    auto mv = [&](int boff, int coff, int n) {
+    auto mv = [&](int boff, int at, int stride, int n) {
+        const int coff = at + stride * (rr & 7) + n * (rr >> 3);
         for (int i = 0; i < n; i++) {
             if (to_chunk) ch[coff + i] = blk[boff + i];
             else blk[boff + i] = ch[coff + i];
         }
     };
-    if constexpr (P::GB == 144) {
-        mv(0, P::hdr_off(rr), 16);
+    if constexpr (P::GB == 144 || P::GB == 176) {
+        mv(0, P::HDR, 32, 16);
+    } else if constexpr (P::GB == 210) {
+        mv(192, P::SC, 32, 16);
+        mv(208, P::D, 4, 2);
+    } else if constexpr (P::GB == 84) {
+        mv(0, P::SC, 32, 16);
+        mv(80, P::D, 8, 4);
     } else {
-        mv(192, P::SC + 32 * (rr & 7) + 16 * (rr >> 3), 16);
-        mv(208, P::D + 4 * (rr & 7) + 2 * (rr >> 3), 2);
+        mv(96, P::SC, 24, 12);
+        mv(108, P::D, 4, 2);
     }
 }
 
@@ -193,26 +226,31 @@ template <class P>
 __global__ void pack_k_kernel(const uint8_t *__restrict__ src, int64_t groups, int nch, size_t row_bytes,
                               uint8_t *__restrict__ dst)
 {
+    using C = typename P::C;
     const lane_chunk l = lane_chunk_of(groups, nch, src, row_bytes, P::GB);
     if (!l.live) return;
     const int lane = l.lane, g = l.g, t = l.t;
     uint8_t *ch = dst + l.gc * P::CB;
     const uint8_t *const *rows = l.rows;
-    for (int s = 0; s < 16; s++) {
-        uint32_t lo = 0, hi = 0;
+    uint32_t lo[C::LOW_WORDS], hi[C::HIGH_WORDS > 0 ? C::HIGH_WORDS : 1];
+#pragma unroll
+    for (int w = 0; w < C::LOW_WORDS; w++) lo[w] = 0;
+#pragma unroll
+    for (int w = 0; w < C::HIGH_WORDS; w++) hi[w] = 0;
+#pragma unroll
+    for (int s = 0; s < 16; s++)
+#pragma unroll
         for (int up = 0; up < 2; up++)
+#pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int q = gguf_code_k<P>(rows[up], 16 * s + 4 * t + i), pos = wkp::nib_pos(i, up);
-                lo |= (uint32_t)(q & 15) << pos;
-                hi |= (uint32_t)(q >> 4) << (pos + 2 * (s & 1));
+                const uint32_t q = (uint32_t)gguf_code_k<P>(rows[up], 16 * s + 4 * t + i);
+                lo[C::lo_word(s)] |= (q & ((1u << C::LOW_BITS) - 1)) << C::lo_bit(s, i, up);
+                if constexpr (C::HIGH_WORDS > 0) hi[C::hi_word(s)] |= (q >> C::LOW_BITS) << C::hi_bit(s, i, up);
             }
-        *reinterpret_cast<uint32_t *>(ch + wkp::nib_word_at(lane, s)) = lo;
-        if constexpr (P::GB == 210) {
-            uint32_t *hw = reinterpret_cast<uint32_t *>(ch + P::HI + wkp::nib_word_at(lane, s >> 1));
-            if (s & 1) *hw |= hi;
-            else *hw = hi;
-        }
-    }
+#pragma unroll
+    for (int w = 0; w < C::LOW_WORDS; w++) *reinterpret_cast<uint32_t *>(ch + C::lo_off(lane, w)) = lo[w];
+#pragma unroll
+    for (int w = 0; w < C::HIGH_WORDS; w++) *reinterpret_cast<uint32_t *>(ch + C::hi_off(lane, w)) = hi[w];
     if (t == 0)
         for (int up = 0; up < 2; up++) k_header_move<P>(ch, const_cast<uint8_t *>(rows[up]), g + 8 * up, true);
 }
@@ -227,20 +265,9 @@ __global__ void unpack_k_kernel(const uint8_t *__restrict__ src, int64_t n, int 
     const int bi = (int)(id - r * nblk), rr = (int)(r & 15);
     const uint8_t *ch = src + ((r >> 4) * nblk + bi) * P::CB;
     uint8_t *blk = dst + ((size_t)r * nblk + bi) * P::GB;
+    for (int i = 0; i < P::GB; i++) blk[i] = 0;
     k_header_move<P>(const_cast<uint8_t *>(ch), blk, rr, false);
-    if constexpr (P::GB == 144) {
-        for (int i = 0; i < 128; i++) { /* qs[i]: element 64 (i / 32) + i % 32 low, + 32 high */
-            const int e = 64 * (i >> 5) + (i & 31);
-            blk[16 + i] = (uint8_t)(P::code_at(ch, rr, e) | P::code_at(ch, rr, e + 32) << 4);
-        }
-    } else {
-        for (int i = 0; i < 192; i++) blk[i] = 0;
-        for (int e = 0; e < 256; e++) {
-            const int q = P::code_at(ch, rr, e), nn = e >> 7, rq = (e >> 5) & 3, l = e & 31;
-            blk[64 * nn + l + 32 * (rq & 1)] |= (uint8_t)((q & 15) << (4 * (rq >> 1)));
-            blk[128 + 32 * nn + l] |= (uint8_t)((q >> 4) << (2 * rq));
-        }
-    }
+    for (int e = 0; e < 256; e++) gguf_put_code_k<P>(blk, e, P::code_at(ch, rr, e));
 }
 
 unsigned blocks_for(int64_t threads) { return (unsigned)((threads + 255) / 256); }
@@ -289,8 +316,8 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
 {
     if (!wk_cuda_pack_supports(t, n, k))
         return wk_fail(WK_ERR_INVALID, "CUDA %s: a %s [%lld, %lld] weight has no packed layout (Q4_0, Q4_1, "
-                                       "Q5_0, Q5_1, Q8_0 with rows a multiple of 16 and k of 64; Q4_K, "
-                                       "Q6_K with k of 256)", what,
+                                       "Q5_0, Q5_1, Q8_0 with rows a multiple of 16 and k of 64; Q2_K "
+                                       "to Q6_K with k of 256)", what,
                        wk_traits(t) ? wk_traits(t)->name : "(unknown type)", (long long)n, (long long)k);
     if ((uintptr_t)a % 16 || (uintptr_t)b % 16)
         return wk_fail(WK_ERR_INVALID, "CUDA %s: buffers must start on 16-byte boundaries", what);
@@ -303,7 +330,8 @@ extern "C" bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k)
 {
     const bool blk32 = t == WK_TYPE_Q4_0 || t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1 ||
                        t == WK_TYPE_Q8_0;
-    const bool kq = t == WK_TYPE_Q4_K || t == WK_TYPE_Q6_K;
+    const bool kq = t == WK_TYPE_Q2_K || t == WK_TYPE_Q3_K || t == WK_TYPE_Q4_K || t == WK_TYPE_Q5_K ||
+                    t == WK_TYPE_Q6_K;
     return (blk32 || kq) && n > 0 && k > 0 && n % 16 == 0 && k % (kq ? 256 : 64) == 0 && n <= INT32_MAX &&
            k <= (1 << 24);
 }

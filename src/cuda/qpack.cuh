@@ -1,4 +1,4 @@
-/* Internal (CUDA): the packed GPU layout of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K
+/* Internal (CUDA): the packed GPU layout of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K
  * weights, made once when a weight is uploaded (pack.cu).
  *
  * The GGUF layout puts a row's blocks one after another, so a lane of the matrix-vector
@@ -17,12 +17,9 @@
  * GGUF bytes rearranged (the same count: 16 rows x 2 blocks), so the weight does not grow.
  * Chunk (group G, chunk c) starts at byte (G * k/KC + c) * CB; it needs n % 16 == 0 and
  * k % KC == 0. The K formats' chunks are 16 rows x 256 elements (one super-block a row, 16
- * steps): Q4_K's codes as above (four 16-byte loads a lane), then each row's 16 header
- * bytes (d, dmin, the 12 bytes of 6-bit scales and minimums) as in the file, rows g and
- * g + 8 side by side; Q6_K's low 4 bits as above, the high 2 bits of steps 2u and 2u + 1
- * in word u (two 16-byte loads a lane), each in the 4-bit slot its low bits have (bits
- * 0-1 step 2u, 2-3 step 2u + 1), then the rows' 16 int8 scales (rows g, g + 8 side by
- * side) and their d (d(g), d(g + 8) at 4 g).
+ * steps): codes first (kcodes below: nibbles as above, or 2-bit codes two steps a word,
+ * then any high bits), then the rows' scales as the file has them, rows g and g + 8 side
+ * by side.
  *
  * Lane l = 4 g + t owns rows g and g + 8 of the group and, in step s (0..3) of a chunk,
  * elements 16 s + 4 t .. + 3 (the k order the kernels' mma operands use, qdecode.cuh).
@@ -121,6 +118,25 @@ __device__ __forceinline__ void finish_nibbles(const nib4 &n, int bias, uint32_t
     a3 = h2u(__hfma2(u2h(n.h1), sixteenth, hoff));
 }
 
+/* A step's 2-bit codes as nib4: word w holds steps 2u and 2u + 1, each code in bits 0-1
+ * (step 2u) or 2-3 (step 2u + 1) of the 4-bit slot a nibble word gives its element. */
+__device__ __forceinline__ nib4 crumbs(uint32_t w, int s)
+{
+    const uint32_t v = w >> (2 * (s & 1)), v8 = v >> 8;
+    return {lop_and_or(v, 0x00030003u, 0x64006400u), lop_and_or(v, 0x00300030u, 0x64006400u),
+            lop_and_or(v8, 0x00030003u, 0x64006400u), lop_and_or(v8, 0x00300030u, 0x64006400u)};
+}
+/* One more bit of each code, from a qh word (pair j of step s, 0..3, at bit 4 s + j and its
+ * second element 16 bits up), ORed in as bit B of the l forms and bit B + 4 of the h forms. */
+template <int B> __device__ __forceinline__ void or_high_bit(nib4 &n, uint32_t qh, int s)
+{
+    const uint32_t ml = 0x00010001u << B, mh = 0x00010001u << (B + 4);
+    n.l0 = lop_and_or(shl(qh, B - 4 * s), ml, n.l0);
+    n.h0 = lop_and_or(shl(qh, B + 4 - (4 * s + 1)), mh, n.h0);
+    n.l1 = lop_and_or(shl(qh, B - (4 * s + 2)), ml, n.l1);
+    n.h1 = lop_and_or(shl(qh, B + 4 - (4 * s + 3)), mh, n.h1);
+}
+
 /* Where element i (0..3) of row half up (0: g, 1: g + 8) sits in a step's nibble word. */
 __device__ __forceinline__ int nib_pos(int i, int up) { return (i & 1) * 16 + (i >> 1) * 4 + up * 8; }
 /* Where the fifth bit of element i of row half up in step s sits in a lane's qh word:
@@ -180,14 +196,7 @@ template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> stru
             a3 = h2u(__hsub2(u2h(__byte_perm(wh, 0x64646464u, 0x4342)), off));
         } else {
             nib4 n = nibbles(f.w[s]);
-            if constexpr (BITS == 5) {
-                /* The fifth bit of pair j sits at bit 4 s + j (+ 16): moved to bit 4 of
-                 * the l forms and bit 8 of the h forms. */
-                n.l0 = lop_and_or(shl(f.qh, 4 - 4 * s), 0x00100010u, n.l0);
-                n.h0 = lop_and_or(shl(f.qh, 8 - (4 * s + 1)), 0x01000100u, n.h0);
-                n.l1 = lop_and_or(shl(f.qh, 4 - (4 * s + 2)), 0x00100010u, n.l1);
-                n.h1 = lop_and_or(shl(f.qh, 8 - (4 * s + 3)), 0x01000100u, n.h1);
-            }
+            if constexpr (BITS == 5) or_high_bit<4>(n, f.qh, s);
             finish_nibbles(n, BIAS, a0, a1, a2, a3);
         }
     }
@@ -224,27 +233,83 @@ using q5_0 = blk32<5, false, 16, 22, 2, 6>;
 using q5_1 = blk32<5, true, 0, 24, 4, 8>;
 using q8_0 = blk32<8, false, 128, 34, 0, 2>;
 
-/* ---- Q4_K: a chunk is one super-block a row (256 elements, 16 steps, 8 sub-blocks of
- * 32 with 6-bit scales and minimums, w = d sc q - dmin m) ---- */
-struct q4_K {
+/* ---- the K formats: a chunk is one super-block a row (256 elements, 16 steps) ----
+ * Where a chunk keeps its codes: the low LOW bits (4: one nibble word a step, as above;
+ * 2: steps 2u and 2u + 1 in word u, each code in bits 0-1 or 2-3 of its element's 4-bit
+ * slot), then HIGH more bits of each code from byte HI (2: as the 2-bit low codes; 1: qh
+ * words of 4 steps each, bit qh_pos as the 5-bit formats'). A lane's words of a region lie
+ * 16 bytes each 512 (nib_word_at), so that it loads them with 16-byte loads. */
+template <int LOW, int HIGH, int HI> struct kcodes {
+    static constexpr int LOW_BITS = LOW, LOW_WORDS = 4 * LOW, HIGH_WORDS = 4 * HIGH;
+    __device__ static __forceinline__ int lo_word(int s) { return LOW == 4 ? s : s >> 1; }
+    __device__ static __forceinline__ int lo_bit(int s, int i, int up) { return nib_pos(i, up) + (LOW == 4 ? 0 : 2 * (s & 1)); }
+    __device__ static __forceinline__ int hi_word(int s) { return HIGH == 2 ? s >> 1 : s >> 2; }
+    __device__ static __forceinline__ int hi_bit(int s, int i, int up)
+    {
+        return HIGH == 2 ? nib_pos(i, up) + 2 * (s & 1) : qh_pos(s & 3, i, up);
+    }
+    __device__ static __forceinline__ int lo_off(int lane, int w) { return nib_word_at(lane, w); }
+    __device__ static __forceinline__ int hi_off(int lane, int w) { return HIGH == 2 ? HI + nib_word_at(lane, w) : HI + 16 * lane + 4 * w; }
+    /* A lane's code words of a chunk. */
+    template <class R> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, uint32_t *lo, uint32_t *hi)
+    {
+#pragma unroll
+        for (int q = 0; q < LOW; q++) ld4<R>(ch + 512 * q + 16 * lane, lo + 4 * q);
+#pragma unroll
+        for (int q = 0; q < HIGH; q++) ld4<R>(ch + HI + 512 * q + 16 * lane, hi + 4 * q);
+    }
+    /* Step s's codes as nib4, bit LOW + 1 and up included. */
+    __device__ static __forceinline__ nib4 codes(const uint32_t *lo, const uint32_t *hi, int s)
+    {
+        nib4 n = LOW == 4 ? nibbles(lo[s]) : crumbs(lo[s >> 1], s);
+        if constexpr (HIGH == 1) or_high_bit<LOW>(n, hi[s >> 2], s & 3);
+        if constexpr (HIGH == 2) {
+            static_assert(LOW == 4, "two high bits sit above nibbles");
+            /* The high 2 bits sit in the low bits' slots (+ 2 for odd steps): to bits 4-5
+             * of the l forms and 8-9 of the h forms. */
+            const uint32_t hw = hi[s >> 1], o = 2 * (s & 1);
+            const uint32_t up = shl(hw, 4 - (int)o), dn = shl(hw, -4 - (int)o);
+            n.l0 = lop_and_or(up, 0x00300030u, n.l0);
+            n.h0 = lop_and_or(up, 0x03000300u, n.h0);
+            n.l1 = lop_and_or(dn, 0x00300030u, n.l1);
+            n.h1 = lop_and_or(dn, 0x03000300u, n.h1);
+        }
+        return n;
+    }
+    /* The stored code of row rr (0..15), element e (0..255) of a chunk. */
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
+    {
+        const int s = e >> 4, i = e & 3, up = rr >> 3, lane = lane_of(rr, e);
+        int q = (int)((rd32(ch + lo_off(lane, lo_word(s))) >> lo_bit(s, i, up)) & ((1u << LOW) - 1));
+        if constexpr (HIGH > 0)
+            q |= (int)((rd32(ch + hi_off(lane, hi_word(s))) >> hi_bit(s, i, up)) & ((1u << HIGH) - 1)) << LOW;
+        return q;
+    }
+};
+
+/* Q4_K and Q5_K (8 sub-blocks of 32 with 6-bit scales and minimums, w = d sc q - dmin m):
+ * the codes, then each row's 16 header bytes (d, dmin, the 12 bytes of scales and
+ * minimums) as in the file, rows g and g + 8 side by side. */
+template <int HIGH> struct kmin {
+    using C = kcodes<4, HIGH, 2048>;
     static constexpr bool ADD = true;
-    static constexpr int KC = 256, NS = 16, SG = 2, GB = 144, CB = 16 * GB;
-    static constexpr int HDR = 2048; /* the rows' headers */
+    static constexpr int KC = 256, NS = 16, SG = 2, GB = HIGH ? 176 : 144, CB = 16 * GB;
+    static constexpr int HDR = 2048 + 512 * HIGH; /* the rows' headers */
     struct frag {
         uint32_t w[16];
+        uint32_t qh[HIGH ? 4 : 1];
         uint32_t h[8]; /* row g's 16 header bytes, then row g + 8's */
     };
     template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
-#pragma unroll
-        for (int q = 0; q < 4; q++) ld4<R>(ch + 512 * q + 16 * lane, f.w + 4 * q);
+        C::template load<R>(ch, lane, f.w, f.qh);
         ld4<R>(ch + HDR + 32 * (lane >> 2), f.h);
         ld4<R>(ch + HDR + 32 * (lane >> 2) + 16, f.h + 4);
     }
     __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
                                                 uint32_t &a3)
     {
-        finish_nibbles(nibbles(f.w[s]), 0, a0, a1, a2, a3);
+        finish_nibbles(C::codes(f.w, f.qh, s), 0, a0, a1, a2, a3);
     }
     /* Sub-block j's 6-bit scale and minimum of a header (words 1-3: the 12 bytes). */
     __device__ static __forceinline__ void sc_min(const uint32_t *h, int j, int &sc, int &mn)
@@ -272,20 +337,19 @@ struct q4_K {
         sc_min(f.h + 4, j, s1, m1);
         return make_float2(-hi_half(f.h[0]) * (float)m0, -hi_half(f.h[4]) * (float)m1);
     }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
-    {
-        const int s = e >> 4;
-        return (int)((rd32(ch + nib_word_at(lane_of(rr, e), s)) >> nib_pos(e & 3, rr >> 3)) & 15u);
-    }
-    __device__ static __forceinline__ int hdr_off(int rr) { return HDR + 32 * (rr & 7) + 16 * (rr >> 3); }
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
+struct q4_K : kmin<0> {};
+struct q5_K : kmin<1> {};
 
-/* ---- Q6_K: one super-block a row (256 elements, 16 steps, a scale a step, 6-bit codes
- * less 32, w = d sc q) ---- */
+/* ---- Q6_K: 6-bit codes less 32, a scale a step (w = d sc q): the low 4 bits, the high 2,
+ * then the rows' 16 int8 scales (rows g, g + 8 side by side) and their d (d(g), d(g + 8)
+ * at 4 g) ---- */
 struct q6_K {
+    using C = kcodes<4, 2, 2048>;
     static constexpr bool ADD = false;
     static constexpr int KC = 256, NS = 16, SG = 1, GB = 210, CB = 16 * GB;
-    static constexpr int HI = 2048, SC = 3072, D = 3328;
+    static constexpr int SC = 3072, D = 3328;
     struct frag {
         uint32_t w[16];
         uint32_t hi[8];
@@ -294,10 +358,7 @@ struct q6_K {
     };
     template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
-#pragma unroll
-        for (int q = 0; q < 4; q++) ld4<R>(ch + 512 * q + 16 * lane, f.w + 4 * q);
-        ld4<R>(ch + HI + 16 * lane, f.hi);
-        ld4<R>(ch + HI + 512 + 16 * lane, f.hi + 4);
+        C::template load<R>(ch, lane, f.w, f.hi);
         ld4<R>(ch + SC + 32 * (lane >> 2), f.sc);
         ld4<R>(ch + SC + 32 * (lane >> 2) + 16, f.sc + 4);
         f.d = R::ld4(ch + D + 4 * (lane >> 2));
@@ -305,16 +366,7 @@ struct q6_K {
     __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
                                                 uint32_t &a3)
     {
-        nib4 n = nibbles(f.w[s]);
-        /* The high 2 bits sit in the low bits' slots (+ 2 for odd steps): to bits 4-5 of
-         * the l forms and 8-9 of the h forms. */
-        const uint32_t hw = f.hi[s >> 1], o = 2 * (s & 1);
-        const uint32_t up = shl(hw, 4 - (int)o), dn = shl(hw, -4 - (int)o);
-        n.l0 = lop_and_or(up, 0x00300030u, n.l0);
-        n.h0 = lop_and_or(up, 0x03000300u, n.h0);
-        n.l1 = lop_and_or(dn, 0x00300030u, n.l1);
-        n.h1 = lop_and_or(dn, 0x03000300u, n.h1);
-        finish_nibbles(n, 32, a0, a1, a2, a3);
+        finish_nibbles(C::codes(f.w, f.hi, s), 32, a0, a1, a2, a3);
     }
     __device__ static __forceinline__ float2 scale(const frag &f, int s)
     {
@@ -323,13 +375,92 @@ struct q6_K {
         return make_float2(lo_half(f.d) * (float)s0, hi_half(f.d) * (float)s1);
     }
     __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e)
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
+};
+
+/* ---- Q2_K: 2-bit codes, a 4-bit scale and minimum a step (w = d sc q - dmin m): the
+ * codes, the rows' 16 scale bytes (rows g, g + 8 side by side), then d, dmin of row g and
+ * of row g + 8 at 8 g ---- */
+struct q2_K {
+    using C = kcodes<2, 0, 0>;
+    static constexpr bool ADD = true;
+    static constexpr int KC = 256, NS = 16, SG = 1, GB = 84, CB = 16 * GB;
+    static constexpr int SC = 1024, D = 1280;
+    struct frag {
+        uint32_t w[8];
+        uint32_t sc[8]; /* row g's 16 scale bytes, then row g + 8's */
+        uint32_t dm[2]; /* d, dmin of row g; of row g + 8 */
+    };
+    template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
     {
-        const int s = e >> 4, lane = lane_of(rr, e), pos = nib_pos(e & 3, rr >> 3);
-        const int lo = (int)((rd32(ch + nib_word_at(lane, s)) >> pos) & 15u);
-        const int hi = (int)((rd32(ch + HI + nib_word_at(lane, s >> 1)) >> (pos + 2 * (s & 1))) & 3u);
-        return lo | hi << 4;
+        C::template load<R>(ch, lane, f.w, nullptr);
+        ld4<R>(ch + SC + 32 * (lane >> 2), f.sc);
+        ld4<R>(ch + SC + 32 * (lane >> 2) + 16, f.sc + 4);
+        const uint2 v = R::ld8(ch + D + 8 * (lane >> 2));
+        f.dm[0] = v.x, f.dm[1] = v.y;
     }
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        finish_nibbles(C::codes(f.w, nullptr, s), 0, a0, a1, a2, a3);
+    }
+    __device__ static __forceinline__ int sc_byte(const frag &f, int up, int s) { return (int)((f.sc[4 * up + (s >> 2)] >> (8 * (s & 3))) & 255u); }
+    __device__ static __forceinline__ float2 scale(const frag &f, int s)
+    {
+        return make_float2(lo_half(f.dm[0]) * (float)(sc_byte(f, 0, s) & 15),
+                           lo_half(f.dm[1]) * (float)(sc_byte(f, 1, s) & 15));
+    }
+    __device__ static __forceinline__ float2 add(const frag &f, int s)
+    {
+        return make_float2(-hi_half(f.dm[0]) * (float)(sc_byte(f, 0, s) >> 4),
+                           -hi_half(f.dm[1]) * (float)(sc_byte(f, 1, s) >> 4));
+    }
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
+};
+
+/* ---- Q3_K: 3-bit codes less 4, a 6-bit scale less 32 a step (w = d (sc - 32) (q - 4)):
+ * the low 2 bits, the third bits, the rows' 12 scale bytes as in the file (rows g, g + 8
+ * side by side, 24 bytes at 24 g), then d(g), d(g + 8) at 4 g ---- */
+struct q3_K {
+    using C = kcodes<2, 1, 1024>;
+    static constexpr bool ADD = false;
+    static constexpr int KC = 256, NS = 16, SG = 1, GB = 110, CB = 16 * GB;
+    static constexpr int SC = 1536, D = 1728;
+    struct frag {
+        uint32_t w[8];
+        uint32_t qh[4];
+        uint32_t sc[6]; /* row g's 12 scale bytes, then row g + 8's */
+        uint32_t d;     /* d(g), d(g + 8) */
+    };
+    template <class R = from_global> __device__ static __forceinline__ void load(const uint8_t *ch, int lane, frag &f)
+    {
+        C::template load<R>(ch, lane, f.w, f.qh);
+#pragma unroll
+        for (int q = 0; q < 3; q++) {
+            const uint2 v = R::ld8(ch + SC + 24 * (lane >> 2) + 8 * q);
+            f.sc[2 * q] = v.x, f.sc[2 * q + 1] = v.y;
+        }
+        f.d = R::ld4(ch + D + 4 * (lane >> 2));
+    }
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        finish_nibbles(C::codes(f.w, f.qh, s), 4, a0, a1, a2, a3);
+    }
+    /* Scale s (0..15) of a row's 12 bytes b: the low 4 bits in b[s % 8] (high nibble from
+     * s = 8), the high 2 in b[8 + s % 4] (bits 2 (s / 4) up). */
+    __device__ static __forceinline__ int sc6(const uint32_t *b, int s)
+    {
+        const int lo = (int)((b[(s & 7) >> 2] >> (8 * (s & 3) + 4 * (s >> 3))) & 15u);
+        const int hi = (int)((b[2] >> (8 * (s & 3) + 2 * (s >> 2))) & 3u);
+        return (lo | hi << 4) - 32;
+    }
+    __device__ static __forceinline__ float2 scale(const frag &f, int s)
+    {
+        return make_float2(lo_half(f.d) * (float)sc6(f.sc, s), hi_half(f.d) * (float)sc6(f.sc + 3, s));
+    }
+    __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
 
 /* f(P{}) for the packed format P of type t, which must be packable
@@ -341,7 +472,10 @@ template <class F> auto with_format(wk_type t, F &&f)
     case WK_TYPE_Q4_1: return f(q4_1{});
     case WK_TYPE_Q5_0: return f(q5_0{});
     case WK_TYPE_Q5_1: return f(q5_1{});
+    case WK_TYPE_Q2_K: return f(q2_K{});
+    case WK_TYPE_Q3_K: return f(q3_K{});
     case WK_TYPE_Q4_K: return f(q4_K{});
+    case WK_TYPE_Q5_K: return f(q5_K{});
     case WK_TYPE_Q6_K: return f(q6_K{});
     default: return f(q8_0{});
     }

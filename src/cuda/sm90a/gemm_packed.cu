@@ -488,12 +488,14 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
             return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
         }
         tile_pick pick;
-        if constexpr (std::is_same<P, wkp::q6_K>::value) {
+        /* The K formats with a scale a step take Q6_K's tiles, those with one a pair of
+         * steps Q4_K's. */
+        if constexpr (P::KC == 256 && P::SG == 1) {
             pick.consider<P, 64, 2>(24.0, n, m, sms);
             pick.consider<P, 96, 2>(29.5, n, m, sms);
             pick.consider<P, 224, 1>(34.2, n, m, sms);
             pick.consider<P, 256, 1>(39.4, n, m, sms);
-        } else if constexpr (std::is_same<P, wkp::q4_K>::value) {
+        } else if constexpr (P::KC == 256) {
             pick.consider<P, 128, 1>(20.7, n, m, sms);
             pick.consider<P, 160, 1>(25.6, n, m, sms);
             pick.consider<P, 192, 1>(30.7, n, m, sms);
