@@ -2,7 +2,6 @@
  * quantizes the activations into scratch (rows split across threads), meets at a
  * barrier, and computes output columns (column chunks claimed by the threads).
  * Only columns are split, never the k sum, so results do not depend on the thread count. */
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +159,8 @@ typedef struct {
     void *xq;        /* quantized rows, quantized form */
     bool columns;    /* run the column phase (false: only prepare rows, BLAS does the rest) */
     int64_t chunk;   /* columns per chunk */
-    atomic_llong next_row, rows_done, next_chunk;
+    wk_rows rows;
+    atomic_llong next_chunk;
 } wk_fwd_job;
 
 static void wk_forward_worker(void *arg, int ith, int nth)
@@ -175,9 +175,7 @@ static void wk_forward_worker(void *arg, int ith, int nth)
     bool prep = j->xf || j->xq;
     (void)ith, (void)nth;
     if (prep) {
-        for (;;) {
-            int64_t r = atomic_fetch_add(&j->next_row, 1);
-            if (r >= m) break;
+        for (int64_t r; (r = wk_rows_next(&j->rows, m)) >= 0; wk_rows_finished(&j->rows)) {
             const float *row;
             if (j->x_type == WK_TYPE_F16) {
                 wk_cpu_f16_to_f32((const uint16_t *)j->x + r * k, j->xf + r * k, k);
@@ -190,12 +188,9 @@ static void wk_forward_worker(void *arg, int ith, int nth)
                 }
             }
             if (j->xq) c->kern->quantize(row, (char *)j->xq + (size_t)r * c->act_row_bytes, k);
-            atomic_fetch_add_explicit(&j->rows_done, 1, memory_order_release);
         }
         if (!j->columns) return;
-        for (int spins = 0; atomic_load_explicit(&j->rows_done, memory_order_acquire) < m; spins++) {
-            if (spins > 1000) sched_yield();
-        }
+        wk_rows_wait(&j->rows, m);
     }
 
     /* Phase 2: column chunks, each for all rows (row blocks kept in cache). */
@@ -260,8 +255,7 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     if (m > 1 && c->gemm_packed && chunk >= WK_BATCH_ALIGN) chunk = chunk / WK_BATCH_ALIGN * WK_BATCH_ALIGN;
     j.chunk = chunk;
     atomic_init(&j.next_chunk, 0);
-    atomic_init(&j.next_row, 0);
-    atomic_init(&j.rows_done, 0);
+    wk_rows_init(&j.rows);
 
     if (c->blas) {
 #if defined(WICK_HAVE_OPENBLAS)

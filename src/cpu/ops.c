@@ -7,7 +7,6 @@
  * llama.cpp"), so that the quantized form gives its numbers; elsewhere the generic
  * kernels and the plain formulas below run. */
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,7 +309,8 @@ typedef struct {
      * 32-element formats needs of each activation block. */
     bool avx512;
     wk_exact_xprep *prep;
-    atomic_llong next, next_row, rows_done;
+    atomic_llong next;
+    wk_rows rows;
 } exact_job;
 
 static bool exact_type(wk_type t)
@@ -347,14 +347,8 @@ static void exact_task(void *arg, int ith, int nth)
     exact_job *j = arg;
     (void)ith, (void)nth;
     if (j->x) { /* rows claimed one at a time; the columns wait for the rows, not the threads */
-        for (;;) {
-            int64_t r = atomic_fetch_add(&j->next_row, 1);
-            if (r >= j->m) break;
-            exact_quantize_row(j, r);
-            atomic_fetch_add_explicit(&j->rows_done, 1, memory_order_release);
-        }
-        for (int spins = 0; atomic_load_explicit(&j->rows_done, memory_order_acquire) < j->m; spins++)
-            if (spins > 1000) sched_yield();
+        for (int64_t r; (r = wk_rows_next(&j->rows, j->m)) >= 0; wk_rows_finished(&j->rows)) exact_quantize_row(j, r);
+        wk_rows_wait(&j->rows, j->m);
     }
     for (;;) {
         int64_t c = atomic_fetch_add(&j->next, 1);
@@ -432,8 +426,7 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
         j.first_chunk[i + 1] = j.first_chunk[i] + j.group_chunks[i] + (tail ? 1 : 0);
     }
     atomic_init(&j.next, 0);
-    atomic_init(&j.next_row, 0);
-    atomic_init(&j.rows_done, 0);
+    wk_rows_init(&j.rows);
     if (ce->pool && nth > 1) wk_pool_run_flexible(ce->pool, exact_task, &j);
     else exact_task(&j, 0, 1);
     return WK_OK;

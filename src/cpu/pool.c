@@ -203,6 +203,26 @@ void wk_pool_run_flexible(wk_pool *p, wk_pool_fn fn, void *ctx)
     wk_pool_join(p, p->n - 1 - left);
 }
 
+void wk_rows_init(wk_rows *r)
+{
+    atomic_init(&r->next, 0);
+    atomic_init(&r->finished, 0);
+}
+
+int64_t wk_rows_next(wk_rows *r, int64_t m)
+{
+    int64_t i = atomic_fetch_add(&r->next, 1);
+    return i < m ? i : -1;
+}
+
+void wk_rows_finished(wk_rows *r) { atomic_fetch_add_explicit(&r->finished, 1, memory_order_release); }
+
+void wk_rows_wait(wk_rows *r, int64_t m)
+{
+    int spins = 0;
+    while (atomic_load_explicit(&r->finished, memory_order_acquire) < m) wk_wait_step(&spins);
+}
+
 void wk_pool_barrier(wk_pool *p)
 {
     if (p->n == 1) return;

@@ -3,6 +3,9 @@
 #ifndef WICK_CPU_POOL_H
 #define WICK_CPU_POOL_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "wick/common.h"
 
 typedef struct wk_pool wk_pool;
@@ -22,6 +25,17 @@ void wk_pool_barrier(wk_pool *p);
  * wk_pool_barrier. On a busy machine this keeps a descheduled worker from stalling every
  * call. */
 void wk_pool_run_flexible(wk_pool *p, wk_pool_fn fn, void *ctx);
+
+/* Rows shared out inside a flexible run: each worker takes the next row with
+ * wk_rows_next (-1: none left), reports it with wk_rows_finished, and, before it uses
+ * the rows, waits in wk_rows_wait until all m are finished, whoever took them. */
+typedef struct wk_rows {
+    atomic_llong next, finished;
+} wk_rows;
+void wk_rows_init(wk_rows *r);
+int64_t wk_rows_next(wk_rows *r, int64_t m);
+void wk_rows_finished(wk_rows *r);
+void wk_rows_wait(wk_rows *r, int64_t m);
 
 /* WICK_NUM_THREADS if set and positive, else the number of online cores. */
 int wk_default_threads(void);

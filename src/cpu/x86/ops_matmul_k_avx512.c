@@ -207,10 +207,8 @@ WK_INLINE void wk512k_tile(wk_type t, const int R, const void *dec, int64_t kc0,
 }
 
 /* The decoding of a chunk and its row tiles, per type, each a function of its own (inlined
- * together, the decoding's constants took registers and the Q6_K tiles spilled). */
-#ifndef WK512K_Q6_ROWS
-#define WK512K_Q6_ROWS 2
-#endif
+ * together, the decoding's constants took registers and the Q6_K tiles spilled). Rows a
+ * tile: Q4_K 4, Q6_K 2 (two products a step, more registers). */
 #define WK512K_FNS(T, SUF, DEC, BLK, R)                                                                         \
     static __attribute__((noinline)) void wk512k_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t sb,  \
                                                               int64_t nbc, void *dec)                           \
@@ -231,7 +229,7 @@ WK_INLINE void wk512k_tile(wk_type t, const int R, const void *dec, int64_t kc0,
         for (; r < rn; r++) wk512k_tile(T, 1, dec, kc0, nbc, nb, x, x_stride, r0 + r, false, hold, r, y, ldy);  \
     }
 WK512K_FNS(WK_TYPE_Q4_K, q4k, wk512_decode_q4k, wk512_q4k, 4)
-WK512K_FNS(WK_TYPE_Q6_K, q6k, wk512_decode_q6k, wk512_q6k, WK512K_Q6_ROWS)
+WK512K_FNS(WK_TYPE_Q6_K, q6k, wk512_decode_q6k, wk512_q6k, 2)
 
 static void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,
                          size_t x_stride, int64_t m, float *y, size_t ldy)

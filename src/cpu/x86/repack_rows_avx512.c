@@ -103,7 +103,7 @@ int64_t wk_avx512_rows_gemm(wk_type t, int64_t k, int64_t nr, int64_t nc, const 
     /* rows a pass over the block offsets: all, unless that would take more than 64 KiB */
     int64_t rows = nb * nr <= WK512R_OFFS ? nr : WK512R_OFFS / nb;
     if (rows < 1) rows = 1;
-    int32_t off[WK512R_OFFS > 0 ? WK512R_OFFS : 1];
+    int32_t off[WK512R_OFFS];
     for (int64_t r0 = 0; r0 < nr; r0 += rows) {
         const int64_t rn = nr - r0 < rows ? nr - r0 : rows;
         const char *xr = (const char *)x + (size_t)r0 * xs;
