@@ -21,6 +21,7 @@
 #include "cpu/ops_internal.h"
 #include "model/backend.h"
 #include "quant/blocks.h"
+#include "quant/traits.h"
 #include "wick.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -68,6 +69,24 @@ static void test_act_quantizers(void)
     }
     CHECK_EQ_INT(q0[0].qs[1], 0);  /* 0.5 rounds to even 0 */
     CHECK_EQ_INT(q0[0].qs[2], -2); /* -2.5 rounds to even -2 */
+
+    /* Q8_K: the reference quantizer's bytes, on random rows, ties, a zero block, a negative
+     * largest value and two of the largest magnitude with opposite signs (the first counts). */
+    enum { KK = 256 * 6 };
+    static float xk[KK];
+    fill(xk, KK, 5.0f);
+    xk[3] = -9.0f; /* block 0: a negative max */
+    xk[256 + 10] = 8.0f, xk[256 + 200] = -8.0f; /* block 1: +8 first */
+    xk[512 + 7] = -8.0f, xk[512 + 100] = 8.0f;  /* block 2: -8 first */
+    memset(xk + 768, 0, 256 * sizeof(float));     /* block 3: zeros */
+    xk[1024] = -127.0f; /* block 4: scale 1, halves that round to even */
+    for (int i = 1; i < 256; i++) xk[1024 + i] = (float)(i % 200 - 100) + 0.5f;
+    static wk_block_q8_K got[KK / 256], want[KK / 256];
+    wk_avx2_act_q8_K(xk, got, KK);
+    wk_traits(WK_TYPE_Q8_K)->from_f32(xk, want, KK);
+    for (int b = 0; b < KK / 256; b++)
+        CHECK_MSG(memcmp(&got[b], &want[b], sizeof got[b]) == 0, "Q8_K block %d differs from the reference quantizer", b);
+    CHECK(got[1].d < 0.0f && got[2].d > 0.0f);
 }
 
 /* ---- matmuls ------------------------------------------------------------------------ */

@@ -338,7 +338,7 @@ static void exact_quantize_row(const exact_job *j, int64_t r)
     char *row = (char *)j->xq + (size_t)r * j->xs;
     if (j->act == WK_TYPE_Q8_1) wk_avx2_act_q8_1(x, row, j->k);
     else if (j->act == WK_TYPE_Q8_0) wk_avx2_act_q8_0(x, row, j->k);
-    else wk_traits(j->act)->from_f32(x, row, j->k); /* Q8_K: llama.cpp rounds as the reference does */
+    else wk_avx2_act_q8_K(x, row, j->k); /* llama.cpp rounds Q8_K as the reference quantizer does */
     if (j->prep) wk_avx512_exact_prep(j->act == WK_TYPE_Q8_1, j->k, row, j->xs, 1, j->prep + r * (j->k / 32));
 }
 

@@ -29,6 +29,7 @@ void wk_avx2_weighted_sum(float *out, const float *p, const void *v, int64_t v_s
 /* Activation rows in llama.cpp's rounding (see src/cpu/x86/ops_matmul_avx2.c). */
 void wk_avx2_act_q8_0(const float *x, void *y, int64_t k);
 void wk_avx2_act_q8_1(const float *x, void *y, int64_t k);
+void wk_avx2_act_q8_K(const float *x, void *y, int64_t k);
 /* Groups [g0, g1) of 8 columns of a repacked Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weight (k per row)
  * for m activation rows x_stride bytes apart: y[r*ldy + 8g + c]. */
 void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64_t g1, const void *x,

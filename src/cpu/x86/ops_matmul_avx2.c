@@ -22,6 +22,18 @@
 #include "quant/blocks.h"
 
 
+/* The 32 values v[0..3] times id rounded to nearest even as int8 (saturated: 128 -> 127). */
+WK_INLINE __m256i wk_round_codes(const __m256 v[4], __m256 id)
+{
+    __m256i q[4];
+    for (int i = 0; i < 4; i++)
+        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    /* Pack 32-bit to bytes; the packs interleave 128-bit halves, the permute restores order. */
+    __m256i a = _mm256_packs_epi32(q[0], q[1]), b = _mm256_packs_epi32(q[2], q[3]);
+    __m256i c = _mm256_packs_epi16(a, b);
+    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 /* Codes of one block of 32: amax, d and the rounded codes. */
 WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
 {
@@ -36,14 +48,7 @@ WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     float amax = _mm_cvtss_f32(m4);
     *d_out = amax / 127.0f;
-    __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; i++)
-        q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[i], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    /* Pack 32-bit to bytes; the packs interleave 128-bit halves, the permute restores order. */
-    __m256i a = _mm256_packs_epi32(q[0], q[1]), b = _mm256_packs_epi32(q[2], q[3]);
-    __m256i c = _mm256_packs_epi16(a, b);
-    return _mm256_permutevar8x32_epi32(c, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    return wk_round_codes(v, _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f));
 }
 
 void wk_avx2_act_q8_0(const float *x, void *vy, int64_t k)
@@ -73,6 +78,51 @@ void wk_avx2_act_q8_1(const float *x, void *vy, int64_t k)
         int sum = _mm_cvtsi128_si32(t);
         y[b].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT); /* F16C: as wk_float_to_half */
         y[b].s = _cvtss_sh(d * (float)sum, _MM_FROUND_TO_NEAREST_INT);
+    }
+}
+
+/* Q8_K as the reference quantizer makes it (wk_q8_K_quantize), bit for bit: per 256,
+ * the first value of the largest magnitude (max, with its sign), codes
+ * min(127, round_even(x * (-127 / max))), d = 1 / (-127 / max), sums of 16 codes. */
+void wk_avx2_act_q8_K(const float *x, void *vy, int64_t k)
+{
+    wk_block_q8_K *y = vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < k / 256; b++, x += 256) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < 32; i++) mx = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), mx);
+        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            memset(&y[b], 0, sizeof y[b]);
+            continue;
+        }
+        int at = 0;
+        for (int i = 0; i < 32; i++) {
+            __m256 eq = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+            int mask = _mm256_movemask_ps(eq);
+            if (mask) {
+                at = 8 * i + __builtin_ctz((unsigned)mask);
+                break;
+            }
+        }
+        const float iscale = -127.0f / x[at];
+        for (int c = 0; c < 8; c++) {
+            __m256 v[4];
+            for (int i = 0; i < 4; i++) v[i] = _mm256_loadu_ps(x + 32 * c + 8 * i);
+            __m256i q = wk_round_codes(v, _mm256_set1_ps(iscale));
+            _mm256_storeu_si256((__m256i *)(y[b].qs + 32 * c), q);
+            /* sums of 4 codes (lanes 0-3: codes 0-15, 4-7: 16-31), then of 16 */
+            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+            s = _mm256_hadd_epi32(s, s);
+            s = _mm256_hadd_epi32(s, s);
+            y[b].bsums[2 * c] = (int16_t)_mm256_extract_epi32(s, 0);
+            y[b].bsums[2 * c + 1] = (int16_t)_mm256_extract_epi32(s, 4);
+        }
+        y[b].d = 1.0f / iscale;
     }
 }
 
