@@ -13,9 +13,6 @@
 #include "quant/traits.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
-#ifdef WICK_HAVE_CUDA
-#include "cuda/cuda_engine.h"
-#endif
 
 static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK_TYPE_Q4_0,
                                     WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0,
@@ -23,17 +20,6 @@ static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK
                                     WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
 /* 34: a prompt of the tile kernel; 139: a prefill prompt, a partial tile of the many-row kernel */
 static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 34, 64, 139, 256};
-
-/* The row count from which mm runs at the f16 form's precision. */
-static int64_t gemm_rows(const wk_qmatmul *mm)
-{
-#ifdef WICK_HAVE_CUDA
-    return wk_cuda_mm_gemm_rows(mm);
-#else
-    (void)mm;
-    return 64;
-#endif
-}
 
 /* One weight of type t, [n, k], and its dequantized values (the reference). */
 static wk_qtensor *make_weight(wk_type t, int64_t n, int64_t k, double *ref)
@@ -143,9 +129,9 @@ static void test_type(wk_engine *e, wk_type t, int64_t n, int64_t k)
             snprintf(label, sizeof label, "%s %s x=%s", wk_type_name(t), wk_form_name(got),
                      wk_type_name(xt));
             for (size_t mi = 0; mi < sizeof row_counts / sizeof row_counts[0]; mi++) {
-                /* From wk_cuda_mm_gemm_rows rows (9 or 64) weights go through f16
+                /* From wk_cuda_qmm_gemm_rows() rows quantized weights go through f16
                  * (prefill: the wgmma kernel or cuBLAS). */
-                const bool many = row_counts[mi] >= gemm_rows(mm);
+                const bool many = row_counts[mi] >= wk_cuda_qmm_gemm_rows();
                 double tm = many && wk_type_is_quantized(t) && got != WK_FORM_F32 ? 3e-3 : tol;
                 if (t == WK_TYPE_F16 && got == WK_FORM_PRECISE && many && k % 16 == 0) tm = 3e-3;
                 double w1 = run_case(e, mm, wref, n, k, row_counts[mi], xt, tm, label);

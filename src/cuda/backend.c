@@ -162,7 +162,7 @@ static bool feeds_matmul(const rec *r, int k, const rec *m, const int64_t *dpos)
 {
     return m->op == OP_MATMUL && m->p[0] == r->p[k] && m->stride[0] == r->stride[k] &&
            m->i[0] > WK_CUDA_QMV_ROWS && wk_cuda_mm_graphable(m->obj) &&
-           (dpos || m->i[0] < wk_cuda_mm_gemm_rows(m->obj));
+           (dpos || m->i[0] < wk_cuda_qmm_gemm_rows());
 }
 
 /* Is the address read by a record after `from` before a matmul overwrites it? A list that

@@ -13,8 +13,6 @@ wk_status wk_cuda_mm_forward_dyn(wk_engine *e, wk_qmatmul *mm, wk_dptr x, int64_
                                  const int64_t *dpos);
 /* Can this matmul run inside a captured graph with moving addresses (the tensor-core path)? */
 bool wk_cuda_mm_graphable(const wk_qmatmul *mm);
-/* The row count from which the matmul runs at the f16 form's precision (prefill). */
-int64_t wk_cuda_mm_gemm_rows(const wk_qmatmul *mm);
 /* The weight's format and device bytes when the matmul reads it in its own format. */
 bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w);
 

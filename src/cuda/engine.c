@@ -116,12 +116,6 @@ bool wk_cuda_mm_graphable(const wk_qmatmul *mm)
     return d && d->path == WK_CUDA_MM_QUANT;
 }
 
-int64_t wk_cuda_mm_gemm_rows(const wk_qmatmul *mm)
-{
-    const wk_cuda_mm *d = mm->impl;
-    return d && d->path == WK_CUDA_MM_QUANT ? wk_cuda_qmm_gemm_rows(d->type, mm->n, mm->k) : 1;
-}
-
 bool wk_cuda_mm_quant_weight(const wk_qmatmul *mm, wk_type *type, const void **w)
 {
     const wk_cuda_mm *d = mm->impl;

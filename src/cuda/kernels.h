@@ -56,18 +56,16 @@ wk_status wk_cuda_check_launch(const char *what);
 /* Weight types the tensor-core matmul reads directly: the 12 quantized types and F16. */
 bool wk_cuda_qmm_supports(wk_type t);
 /* y[m, n] = x[m, k] · W[n, k]ᵀ with W in its own format (row-major blocks), x f32 or
- * f16, y f32; W may be packed (wk_cuda_packed). Below wk_cuda_qmm_gemm_rows rows: the
+ * f16, y f32; W may be packed (wk_cuda_packed). Below wk_cuda_qmm_gemm_rows() rows: the
  * tensor-core kernels (a packed weight: the matrix-vector kernel) with exact weights and
  * activations split into two halves (f32-like precision). From there on
  * (prefill), as long as the addresses are fixed, the f16 form's precision: a packed
  * weight on an sm_90a GPU through wk_cuda_gemm_packed (wgmma), any other dequantized to
  * f16 in scratch and multiplied by cuBLAS. */
 #define WK_CUDA_QMM_GEMM_ROWS 64
-/* The row count from which the f16-precision kernels take over for a weight of (kept)
- * type wtype, [n, k]: 9 where they read the weight as it is (a packed weight on an sm_90a
- * GPU, F16), else WK_CUDA_QMM_GEMM_ROWS (the weight is dequantized to f16 first);
- * WICK_CUDA_GEMM_ROWS (read once; 9 or more) sets it for every weight, for measurements. */
-int64_t wk_cuda_qmm_gemm_rows(wk_type wtype, int64_t n, int64_t k);
+/* The row count from which the f16-precision kernels take over: WK_CUDA_QMM_GEMM_ROWS, or
+ * WICK_CUDA_GEMM_ROWS (read once; 9 or more), for measurements. */
+int64_t wk_cuda_qmm_gemm_rows(void);
 wk_status wk_cuda_qmm(wk_cuda_ctx *c, wk_type wtype, const void *w, int64_t n, int64_t k,
                       const void *x, wk_type xtype, int64_t m, float *y);
 /* The same with addresses that may follow the step position *dpos (NULL: fixed). */
@@ -80,7 +78,7 @@ void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c);
  * residual stream), in the same kernel when it can. */
 void wk_cuda_qmm_add_to(wk_cuda_ctx *c, wk_dptr acc);
 /* Fused operations that also prepare their output as the next quantized matmul's input
- * (which then skips its preparation; rows < wk_cuda_qmm_gemm_rows or a graph step, dim a
+ * (which then skips its preparation; rows < wk_cuda_qmm_gemm_rows() or a graph step, dim a
  * multiple of 16, rows on 16-byte boundaries):
  *   y = x / rms(x) * w per row (y may be x);   gate = silu(gate) * up. */
 wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, const float *w,

@@ -495,7 +495,7 @@ extern "C" void wk_cuda_qmm_reuse_input(wk_cuda_ctx *c) { c->reuse_x = true; }
 extern "C" void wk_cuda_qmm_add_to(wk_cuda_ctx *c, wk_dptr acc) { c->add_to = acc; }
 
 /* Shared checks of the fused preparations: the matmul that follows takes the input from
- * the prepared scratch (fewer than wk_cuda_qmm_gemm_rows rows, or a graph step). */
+ * the prepared scratch (fewer than wk_cuda_qmm_gemm_rows() rows, or a graph step). */
 static wk_status fused_prep_check(int64_t rows, int64_t dim, wk_dptr a, wk_dptr b)
 {
     if (rows <= 0 || dim <= 0 || dim % SEG != 0 || rows > INT32_MAX / 64 || dim > INT32_MAX)
@@ -548,18 +548,17 @@ extern "C" bool wk_cuda_qmm_supports(wk_type t)
     }
 }
 
-/* From 9 rows the wgmma kernel takes the same time as at 64 (one wave of 64-row tiles),
- * where the matrix-vector kernel's slices of 8 and the tile kernel grow with the rows
- * (H200, 8192 x 4096, us, m = 9 / 16 / 48: Q4_0 19.0 / 23.7 / 59.1 against 16.5 / 16.5 /
- * 16.7, Q4_K 28.0 / 29.5 / 79.7 against 16.8, Q6_K 28.3 / 29.3 / 64.9 against 17.1;
- * bench/results/cuda-gemm-rows-s24-h200.txt). A weight that must be dequantized first
- * waits for 64 rows. */
-extern "C" int64_t wk_cuda_qmm_gemm_rows(wk_type wtype, int64_t n, int64_t k)
+/* 64 rows, where prefill is long enough that the f16 form's precision is the price of the
+ * tensor cores' rate. From 9 rows the wgmma kernel would take the same time as at 64 (one
+ * wave of 64-row tiles; H200, 8192 x 4096, us, m = 9 / 16 / 48: Q4_0 19.0 / 23.7 / 59.1
+ * against 16.5 / 16.5 / 16.7, Q4_K 28.0 / 29.5 / 79.7 against 16.8), but a short prompt's
+ * logits then moved from the CPU's precise form by 0.023-0.034 instead of 0.00004-0.00013,
+ * and the default model's 34-token prefill took 3.0 ms either way
+ * (bench/results/cuda-gemm-rows-s24-h200.txt). */
+extern "C" int64_t wk_cuda_qmm_gemm_rows(void)
 {
-    static const long v = wk_env_long("WICK_CUDA_GEMM_ROWS", 0); /* 0: unset */
-    if (v > WK_CUDA_QMV_ROWS) return v;
-    const bool direct = wk_cuda_gemm_packed_supports(wtype, n, k) || wtype == WK_TYPE_F16;
-    return direct ? WK_CUDA_QMV_ROWS + 1 : WK_CUDA_QMM_GEMM_ROWS;
+    static const long v = wk_env_long("WICK_CUDA_GEMM_ROWS", WK_CUDA_QMM_GEMM_ROWS);
+    return v > WK_CUDA_QMV_ROWS ? (int64_t)v : WK_CUDA_QMM_GEMM_ROWS;
 }
 
 extern "C" size_t wk_cuda_qmm_scratch_bytes(int64_t m, int64_t k)
@@ -600,7 +599,7 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
     if (n > INT32_MAX || k > INT32_MAX || m > INT32_MAX / 64)
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: sizes n = %lld, k = %lld, m = %lld too large",
                        tr->name, (long long)n, (long long)k, (long long)m);
-    if (m >= wk_cuda_qmm_gemm_rows(wtype, n, k) && !dpos) {
+    if (m >= wk_cuda_qmm_gemm_rows() && !dpos) {
         wk_status st = qmm_via_gemm(c, wtype, w, n, k, x.base, xtype, m, (float *)y.base);
         if (!st && add.base) st = wk_cuda_add(c, add, y, m * n, NULL);
         return st;

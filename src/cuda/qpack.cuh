@@ -287,13 +287,19 @@ template <int LOW, int HIGH, int HI> struct kcodes {
     }
 };
 
+/* What every K format shares: its chunk's size and steps, and its codes C (code_at). */
+template <class C_, bool ADD_, int SG_, int GB_> struct kformat {
+    using C = C_;
+    static constexpr bool ADD = ADD_;
+    static constexpr int KC = 256, NS = 16, SG = SG_, GB = GB_, CB = 16 * GB;
+    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
+};
+
 /* Q4_K and Q5_K (8 sub-blocks of 32 with 6-bit scales and minimums, w = d sc q - dmin m):
  * the codes, then each row's 16 header bytes (d, dmin, the 12 bytes of scales and
  * minimums) as in the file, rows g and g + 8 side by side. */
-template <int HIGH> struct kmin {
+template <int HIGH> struct kmin : kformat<kcodes<4, HIGH, 2048>, true, 2, HIGH ? 176 : 144> {
     using C = kcodes<4, HIGH, 2048>;
-    static constexpr bool ADD = true;
-    static constexpr int KC = 256, NS = 16, SG = 2, GB = HIGH ? 176 : 144, CB = 16 * GB;
     static constexpr int HDR = 2048 + 512 * HIGH; /* the rows' headers */
     struct frag {
         uint32_t w[16];
@@ -337,7 +343,6 @@ template <int HIGH> struct kmin {
         sc_min(f.h + 4, j, s1, m1);
         return make_float2(-hi_half(f.h[0]) * (float)m0, -hi_half(f.h[4]) * (float)m1);
     }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
 struct q4_K : kmin<0> {};
 struct q5_K : kmin<1> {};
@@ -345,10 +350,7 @@ struct q5_K : kmin<1> {};
 /* ---- Q6_K: 6-bit codes less 32, a scale a step (w = d sc q): the low 4 bits, the high 2,
  * then the rows' 16 int8 scales (rows g, g + 8 side by side) and their d (d(g), d(g + 8)
  * at 4 g) ---- */
-struct q6_K {
-    using C = kcodes<4, 2, 2048>;
-    static constexpr bool ADD = false;
-    static constexpr int KC = 256, NS = 16, SG = 1, GB = 210, CB = 16 * GB;
+struct q6_K : kformat<kcodes<4, 2, 2048>, false, 1, 210> {
     static constexpr int SC = 3072, D = 3328;
     struct frag {
         uint32_t w[16];
@@ -375,16 +377,12 @@ struct q6_K {
         return make_float2(lo_half(f.d) * (float)s0, hi_half(f.d) * (float)s1);
     }
     __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
 
 /* ---- Q2_K: 2-bit codes, a 4-bit scale and minimum a step (w = d sc q - dmin m): the
  * codes, the rows' 16 scale bytes (rows g, g + 8 side by side), then d, dmin of row g and
  * of row g + 8 at 8 g ---- */
-struct q2_K {
-    using C = kcodes<2, 0, 0>;
-    static constexpr bool ADD = true;
-    static constexpr int KC = 256, NS = 16, SG = 1, GB = 84, CB = 16 * GB;
+struct q2_K : kformat<kcodes<2, 0, 0>, true, 1, 84> {
     static constexpr int SC = 1024, D = 1280;
     struct frag {
         uint32_t w[8];
@@ -415,16 +413,12 @@ struct q2_K {
         return make_float2(-hi_half(f.dm[0]) * (float)(sc_byte(f, 0, s) >> 4),
                            -hi_half(f.dm[1]) * (float)(sc_byte(f, 1, s) >> 4));
     }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
 
 /* ---- Q3_K: 3-bit codes less 4, a 6-bit scale less 32 a step (w = d (sc - 32) (q - 4)):
  * the low 2 bits, the third bits, the rows' 12 scale bytes as in the file (rows g, g + 8
  * side by side, 24 bytes at 24 g), then d(g), d(g + 8) at 4 g ---- */
-struct q3_K {
-    using C = kcodes<2, 1, 1024>;
-    static constexpr bool ADD = false;
-    static constexpr int KC = 256, NS = 16, SG = 1, GB = 110, CB = 16 * GB;
+struct q3_K : kformat<kcodes<2, 1, 1024>, false, 1, 110> {
     static constexpr int SC = 1536, D = 1728;
     struct frag {
         uint32_t w[8];
@@ -460,7 +454,6 @@ struct q3_K {
         return make_float2(lo_half(f.d) * (float)sc6(f.sc, s), hi_half(f.d) * (float)sc6(f.sc + 3, s));
     }
     __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
-    __device__ static __forceinline__ int code_at(const uint8_t *ch, int rr, int e) { return C::code_at(ch, rr, e); }
 };
 
 /* f(P{}) for the packed format P of type t, which must be packable
