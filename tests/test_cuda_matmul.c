@@ -20,6 +20,10 @@ static const wk_type all_types[] = {WK_TYPE_F32,  WK_TYPE_F16,  WK_TYPE_BF16, WK
                                     WK_TYPE_Q5_K, WK_TYPE_Q6_K, WK_TYPE_Q8_K};
 /* 34: a prompt of the tile kernel; 139: a prefill prompt, a partial tile of the many-row kernel */
 static const int64_t row_counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 34, 64, 139, 256};
+/* The formats the GPU keeps in its packed layout (wk_cuda_pack_supports). */
+static const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0,
+                                   WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K, WK_TYPE_Q5_K, WK_TYPE_Q6_K};
+#define N_PACKABLE (sizeof packable / sizeof packable[0])
 
 /* The row count from which the matmuls run at the f16 form's precision. */
 static int64_t gemm_rows(void)
@@ -232,10 +236,7 @@ static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t k)
 }
 static void test_wide_tiles(wk_engine *e)
 {
-    const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                                WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
-                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
-    for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) {
+    for (size_t i = 0; i < N_PACKABLE; i++) {
         test_wide_tiles_k(e, packable[i], 512);
         if (wk_traits(packable[i])->block_size == 32) test_wide_tiles_k(e, packable[i], 704);
     }
@@ -324,12 +325,9 @@ static void test_pack(void)
     wk_cuda_ctx *c = NULL;
     CHECK_OK(wk_cuda_ctx_create(&c));
     if (!c) return;
-    const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                             WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
-                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
     const int64_t n = 48;
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const wk_type t = types[ti];
+    for (size_t ti = 0; ti < N_PACKABLE; ti++) {
+        const wk_type t = packable[ti];
         const int64_t k = wk_traits(t)->block_size == 256 ? 768 : 320;
         const wk_type_traits *tr = wk_traits(t);
         const size_t bytes = (size_t)(n * k / tr->block_size) * tr->block_bytes;
@@ -419,10 +417,7 @@ int main(void)
     test_type(e, WK_TYPE_F32, 24, 40);
     /* The packed layout (rows a multiple of 16, k of 64; above, 48 x 4096 Q8_0 is packed
      * too): each packable format at 1-256 rows, and the default model's k = 576. */
-    const wk_type packable[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1,
-                                WK_TYPE_Q8_0, WK_TYPE_Q2_K, WK_TYPE_Q3_K, WK_TYPE_Q4_K,
-                                WK_TYPE_Q5_K, WK_TYPE_Q6_K};
-    for (size_t i = 0; i < sizeof packable / sizeof packable[0]; i++) test_type(e, packable[i], 48, 512);
+    for (size_t i = 0; i < N_PACKABLE; i++) test_type(e, packable[i], 48, 512);
     test_type(e, WK_TYPE_Q6_K, 32, 1536);
     test_type(e, WK_TYPE_Q4_1, 64, 576);
     /* 3-8 rows of k = 4096: the matrix-vector kernel copies the input (Q4_1: and its sums)

@@ -158,42 +158,42 @@ __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t gro
 }
 
 /* ---- the K formats (one super-block a chunk row) ----
- * The stored code (Q6_K: q + 32, Q3_K: q + 4) of element e (0..255) of a GGUF super-block:
- * the code of 128-element half n, quarter r of 32, element l of the quarter. */
-template <class P> __device__ __forceinline__ int gguf_code_k(const uint8_t *blk, int e)
+ * Where a GGUF super-block keeps the stored code (Q6_K: q + 32, Q3_K: q + 4) of element e
+ * (0..255): its low P::C::LOW_BITS at bit lo_shift of byte lo_byte, the P::C::HIGH_BITS
+ * above them at bit hi_shift of byte hi_byte (128-element half n, quarter r of 32,
+ * element l of the quarter). */
+struct gguf_place {
+    int lo_byte, lo_shift, hi_byte, hi_shift;
+};
+template <class P> __device__ __forceinline__ gguf_place gguf_place_k(int e)
 {
     const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
-    if constexpr (P::GB == 144 || P::GB == 176) {
-        /* Q4_K, Q5_K: sub-blocks 2c, 2c + 1 share qs[32 c ..] (low, high nibbles); Q5_K's
-         * fifth bit of sub-block j in bit j of qh[l] */
-        const int lo = (blk[P::GB - 128 + 32 * (e >> 6) + l] >> (4 * ((e >> 5) & 1))) & 15;
-        return P::GB == 144 ? lo : lo | ((blk[16 + l] >> (e >> 5)) & 1) << 4;
-    } else if constexpr (P::GB == 210) { /* Q6_K: ql[128], qh[64] */
-        const int lo = (blk[64 * n + l + 32 * (r & 1)] >> (4 * (r >> 1))) & 15;
-        const int hi = (blk[128 + 32 * n + l] >> (2 * r)) & 3;
-        return lo | hi << 4;
-    } else if constexpr (P::GB == 84) { /* Q2_K: qs[64] from byte 16, 2 bits r of byte 32 n + l */
-        return (blk[16 + 32 * n + l] >> (2 * r)) & 3;
-    } else { /* Q3_K: hmask[32], qs[64] from byte 32; the third bit in bit 4 n + r of hmask[l] */
-        return ((blk[32 + 32 * n + l] >> (2 * r)) & 3) | ((blk[l] >> (4 * n + r)) & 1) << 2;
-    }
+    if constexpr (P::GB == 144 || P::GB == 176) /* Q4_K, Q5_K: sub-blocks 2c, 2c + 1 share qs[32 c ..]
+                                                 * (low, high nibbles); Q5_K's fifth bit of sub-block
+                                                 * j in bit j of qh[l] */
+        return {P::GB - 128 + 32 * (e >> 6) + l, 4 * ((e >> 5) & 1), 16 + l, e >> 5};
+    else if constexpr (P::GB == 210) /* Q6_K: ql[128], qh[64] */
+        return {64 * n + l + 32 * (r & 1), 4 * (r >> 1), 128 + 32 * n + l, 2 * r};
+    else if constexpr (P::GB == 84) /* Q2_K: qs[64] from byte 16 */
+        return {16 + 32 * n + l, 2 * r, 0, 0};
+    else /* Q3_K: hmask[32], qs[64] from byte 32; the third bit in bit 4 n + r of hmask[l] */
+        return {32 + 32 * n + l, 2 * r, l, 4 * n + r};
+}
+template <class P> __device__ __forceinline__ int gguf_code_k(const uint8_t *blk, int e)
+{
+    using C = typename P::C;
+    const gguf_place g = gguf_place_k<P>(e);
+    int q = (blk[g.lo_byte] >> g.lo_shift) & ((1 << C::LOW_BITS) - 1);
+    if constexpr (C::HIGH_BITS > 0) q |= ((blk[g.hi_byte] >> g.hi_shift) & ((1 << C::HIGH_BITS) - 1)) << C::LOW_BITS;
+    return q;
 }
 /* The inverse: code q of element e ORed into a super-block whose code bytes are zero. */
 template <class P> __device__ __forceinline__ void gguf_put_code_k(uint8_t *blk, int e, int q)
 {
-    const int n = e >> 7, r = (e >> 5) & 3, l = e & 31;
-    if constexpr (P::GB == 144 || P::GB == 176) {
-        blk[P::GB - 128 + 32 * (e >> 6) + l] |= (uint8_t)((q & 15) << (4 * ((e >> 5) & 1)));
-        if constexpr (P::GB == 176) blk[16 + l] |= (uint8_t)(((q >> 4) & 1) << (e >> 5));
-    } else if constexpr (P::GB == 210) {
-        blk[64 * n + l + 32 * (r & 1)] |= (uint8_t)((q & 15) << (4 * (r >> 1)));
-        blk[128 + 32 * n + l] |= (uint8_t)((q >> 4) << (2 * r));
-    } else if constexpr (P::GB == 84) {
-        blk[16 + 32 * n + l] |= (uint8_t)((q & 3) << (2 * r));
-    } else {
-        blk[32 + 32 * n + l] |= (uint8_t)((q & 3) << (2 * r));
-        blk[l] |= (uint8_t)(((q >> 2) & 1) << (4 * n + r));
-    }
+    using C = typename P::C;
+    const gguf_place g = gguf_place_k<P>(e);
+    blk[g.lo_byte] |= (uint8_t)((q & ((1 << C::LOW_BITS) - 1)) << g.lo_shift);
+    if constexpr (C::HIGH_BITS > 0) blk[g.hi_byte] |= (uint8_t)((q >> C::LOW_BITS) << g.hi_shift);
 }
 /* The GGUF super-block's header (d, dmin, scales), which the chunk keeps as it is: each
  * piece (block offset, length) goes to chunk offset `at + stride (rr % 8) + len (rr / 8)`

@@ -240,7 +240,7 @@ using q8_0 = blk32<8, false, 128, 34, 0, 2>;
  * words of 4 steps each, bit qh_pos as the 5-bit formats'). A lane's words of a region lie
  * 16 bytes each 512 (nib_word_at), so that it loads them with 16-byte loads. */
 template <int LOW, int HIGH, int HI> struct kcodes {
-    static constexpr int LOW_BITS = LOW, LOW_WORDS = 4 * LOW, HIGH_WORDS = 4 * HIGH;
+    static constexpr int LOW_BITS = LOW, HIGH_BITS = HIGH, LOW_WORDS = 4 * LOW, HIGH_WORDS = 4 * HIGH;
     __device__ static __forceinline__ int lo_word(int s) { return LOW == 4 ? s : s >> 1; }
     __device__ static __forceinline__ int lo_bit(int s, int i, int up) { return nib_pos(i, up) + (LOW == 4 ? 0 : 2 * (s & 1)); }
     __device__ static __forceinline__ int hi_word(int s) { return HIGH == 2 ? s >> 1 : s >> 2; }
@@ -298,8 +298,8 @@ template <class C_, bool ADD_, int SG_, int GB_> struct kformat {
 /* Q4_K and Q5_K (8 sub-blocks of 32 with 6-bit scales and minimums, w = d sc q - dmin m):
  * the codes, then each row's 16 header bytes (d, dmin, the 12 bytes of scales and
  * minimums) as in the file, rows g and g + 8 side by side. */
-template <int HIGH> struct kmin : kformat<kcodes<4, HIGH, 2048>, true, 2, HIGH ? 176 : 144> {
-    using C = kcodes<4, HIGH, 2048>;
+template <int HIGH, class B = kformat<kcodes<4, HIGH, 2048>, true, 2, HIGH ? 176 : 144>> struct kmin : B {
+    using typename B::C;
     static constexpr int HDR = 2048 + 512 * HIGH; /* the rows' headers */
     struct frag {
         uint32_t w[16];

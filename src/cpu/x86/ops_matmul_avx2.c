@@ -22,6 +22,15 @@
 #include "quant/blocks.h"
 
 
+/* The largest of the 8 lanes. */
+WK_INLINE float wk_hmax8(__m256 v)
+{
+    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    return _mm_cvtss_f32(m4);
+}
+
 /* The 32 values v[0..3] times id rounded to nearest even as int8 (saturated: 128 -> 127). */
 WK_INLINE __m256i wk_round_codes(const __m256 v[4], __m256 id)
 {
@@ -43,10 +52,7 @@ WK_INLINE __m256i wk_q8_codes(const float *x, float *d_out)
         v[i] = _mm256_loadu_ps(x + 8 * i);
         mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, v[i]));
     }
-    __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    float amax = _mm_cvtss_f32(m4);
+    float amax = wk_hmax8(mx);
     *d_out = amax / 127.0f;
     return wk_round_codes(v, _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f));
 }
@@ -92,10 +98,7 @@ void wk_avx2_act_q8_K(const float *x, void *vy, int64_t k)
     for (int64_t b = 0; b < k / 256; b++, x += 256) {
         __m256 mx = _mm256_setzero_ps();
         for (int i = 0; i < 32; i++) mx = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + 8 * i)), mx);
-        __m128 m4 = _mm_max_ps(_mm256_extractf128_ps(mx, 1), _mm256_castps256_ps128(mx));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        const float amax = _mm_cvtss_f32(m4);
+        const float amax = wk_hmax8(mx);
         if (amax == 0.0f) {
             memset(&y[b], 0, sizeof y[b]);
             continue;
