@@ -2,8 +2,9 @@
 """Medians and ratios of scripts/bench-cpu.sh's rounds: per type and m, the ms of each form,
 quantized over the f32 form, quantized per weight byte over Q8_0's, f16 input over f32
 input (the median of each round's ratio where one invocation timed both, column x), and at
-m = 1 the quantized form's GB/s and share of the read bandwidth measured in the same
-invocation. Also writes OUTDIR/medians.csv: the median ms and GB/s of every (type, m, form,
+m = 1 the quantized form's GB/s and share of the read bandwidth: the bandwidth read beside
+that timing where the invocation printed it ("... beside it: quantized 92% of 47.1 GB/s"),
+else the probe at the invocation's start. Also writes OUTDIR/medians.csv: the median ms and GB/s of every (type, m, form,
 input dtype) in the command's CSV columns. Older rounds kept the f16 input in files of
 their own (-xf16.csv)."""
 import csv
@@ -52,11 +53,13 @@ for path in sorted(glob.glob(os.path.join(out, "r*.txt"))):
         m = re.search(r"x f32, .*read bandwidth ([0-9.]+) GB/s", line)
         if m:
             bw = float(m.group(1))
-        m = re.match(r"(\S+)\s+m=1\s+(?:quantized|precise) ([0-9.]+) ms", line)
+        m = re.match(r"(\S+)\s+m=1\s+(quantized|precise) ([0-9.]+) ms", line)
         if m and bw:
             t = m.group(1).lower()
+            beside = re.search(m.group(2) + r" [0-9]+% of ([0-9.]+) GB/s", line)
             if t in bytes_:
-                share.setdefault(t, []).append(bytes_[t] / (float(m.group(2)) * 1e6) / bw)
+                share.setdefault(t, []).append(bytes_[t] / (float(m.group(3)) * 1e6) /
+                                               (float(beside.group(1)) if beside else bw))
             bw = None
 
 med = lambda v: statistics.median(v) if v else float("nan")
@@ -86,7 +89,7 @@ for t in types:
         xr = " ".join(f"{xratio(t, m, f):5.2f}" for f in forms)
         print(f"{t:6} {m:3} {v['quantized']:11.3f} {v['f32']:9.3f} {v['f16']:9.3f} {v['precise']:9.3f}"
               f" {v['quantized'] / v['f32']:7.2f} {pb:8.2f}        {xr}")
-print("m=1 quantized: GB/s (median) and share of the same invocation's read bandwidth (median, range)")
+print("m=1 quantized: GB/s (median) and share of the read bandwidth read beside it (median, range)")
 for t in types:
     s = share.get(t, [])
     if s and t in bytes_:

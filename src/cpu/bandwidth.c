@@ -66,30 +66,63 @@ size_t wk_cpu_uncached_bytes(void)
     return want > least ? want : least;
 }
 
-double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
+struct wk_bw_reader {
+    wk_pool *pool;
+    wk_bw_job job;
+    void *buf;
+};
+
+wk_bw_reader *wk_cpu_bw_reader_new(wk_engine *e, size_t bytes)
 {
-    if (wk_engine_device(e) != WK_DEVICE_CPU) return -1.0;
+    if (wk_engine_device(e) != WK_DEVICE_CPU) return NULL;
     if (!bytes) {
         bytes = wk_cpu_uncached_bytes();
         if (bytes < ((size_t)512 << 20)) bytes = (size_t)512 << 20;
     }
-    wk_bw_job j = {0};
-    void *buf = NULL;
-    if (posix_memalign(&buf, 64, bytes) != 0) return -1.0;
-    memset(buf, 1, bytes); /* touch every page before timing */
-    j.buf = buf;
-    j.words = bytes / 8;
-    wk_pool *pool = ((wk_cpu_engine *)e)->pool;
-    wk_pool_run(pool, wk_bw_worker, &j);
+    wk_bw_reader *r = calloc(1, sizeof *r);
+    if (!r || posix_memalign(&r->buf, 64, bytes) != 0) {
+        free(r);
+        return NULL;
+    }
+    memset(r->buf, 1, bytes); /* touch every page before timing */
+    r->pool = ((wk_cpu_engine *)e)->pool;
+    r->job.buf = r->buf;
+    r->job.words = bytes / 8;
+    wk_pool_run(r->pool, wk_bw_worker, &r->job); /* warm-up */
+    return r;
+}
+
+double wk_cpu_bw_read(wk_bw_reader *r)
+{
     double best = 0;
-    for (int r = 0; r < 3 * reps; r++) {
-        j.mode = r % 3;
+    int nth = wk_pool_threads(r->pool);
+    size_t read = r->job.words / (size_t)nth / 32 * 32 * 8 * (size_t)nth;
+    for (int mode = 0; mode < 3; mode++) {
+        r->job.mode = mode;
         double t0 = wk_now();
-        wk_pool_run(pool, wk_bw_worker, &j);
-        size_t read = j.words / (size_t)wk_pool_threads(pool) / 32 * 32 * 8 * (size_t)wk_pool_threads(pool);
+        wk_pool_run(r->pool, wk_bw_worker, &r->job);
         double gbps = (double)read / (wk_now() - t0) / 1e9;
         if (gbps > best) best = gbps;
     }
-    free(buf);
+    return best;
+}
+
+void wk_cpu_bw_reader_free(wk_bw_reader *r)
+{
+    if (!r) return;
+    free(r->buf);
+    free(r);
+}
+
+double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps)
+{
+    wk_bw_reader *r = wk_cpu_bw_reader_new(e, bytes);
+    if (!r) return -1.0;
+    double best = 0;
+    for (int i = 0; i < reps; i++) {
+        double g = wk_cpu_bw_read(r);
+        if (g > best) best = g;
+    }
+    wk_cpu_bw_reader_free(r);
     return best;
 }

@@ -12,8 +12,17 @@ size_t wk_cpu_uncached_bytes(void);
 
 /* Stream-read a buffer much larger than the caches (bytes, 0: wk_cpu_uncached_bytes(), at
  * least 512 MiB) with e's threads, `reps` times each of three ways (one stream a thread,
- * the same prefetching ahead, 8 streams a thread) after one warm-up; the best rate in GB/s (1e9 bytes/s), or a negative value when the
- * buffer cannot be allocated. */
+ * the same prefetching ahead, 8 streams a thread) after one warm-up; the best rate in GB/s
+ * (1e9 bytes/s), or a negative value when the buffer cannot be allocated. */
 double wk_cpu_read_bandwidth(wk_engine *e, size_t bytes, int reps);
+
+/* The same buffer kept for reads interleaved with other timings, so that a ratio to the
+ * bandwidth is taken over the same seconds of a machine whose bandwidth moves: new (NULL
+ * when e is not a CPU engine or the buffer cannot be allocated; one warm-up read), read
+ * (one read each of the three ways, the best GB/s), free. */
+typedef struct wk_bw_reader wk_bw_reader;
+wk_bw_reader *wk_cpu_bw_reader_new(wk_engine *e, size_t bytes);
+double wk_cpu_bw_read(wk_bw_reader *r);
+void wk_cpu_bw_reader_free(wk_bw_reader *r);
 
 #endif
