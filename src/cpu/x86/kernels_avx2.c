@@ -641,29 +641,31 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         }                                                                                          \
     }
 
-/* Up to 4 rows, any weight type: each 32-element piece of C columns (4 for 1-2 rows, 2 for
- * 3-4: the accumulators stay in registers) decoded in registers and used at once, no L1
- * buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in cache, m = 1:
- * quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1 earlier 6.8 ->
- * 4.2-4.5 ms). The values and the order of the FMAs are the buffered path's, and the k % 32
- * tail of dense weights (ELEM) is added after the lanes' sum as there: the same bits. */
-#define WK_FEW_ROWS(T, BS, BB, ELEM)                                                               \
+/* Up to 4 rows, any weight type: each 32-element piece of C columns (up to 8 for 1 row, 4
+ * for 2, 2 for 3-4: the accumulators stay in registers) decoded in registers and used at
+ * once, no L1 buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in
+ * cache, m = 1: quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1
+ * earlier 6.8 -> 4.2-4.5 ms). The values and the order of the FMAs are the buffered path's,
+ * and the k % 32 tail of dense weights (ELEM) is added after the lanes' sum as there: the
+ * same bits. PF: prefetch the weights WK_PF_AHEAD ahead (the dense types stream faster
+ * without it: the next lines of each column are the hardware prefetcher's; see WK_DENSE_C). */
+#define WK_FEW_ROWS(T, BS, BB, ELEM, PF)                                                           \
     WK_INLINE void wk_few_rows_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
                                    size_t ws, const void *x, size_t xs, float *y, size_t ldy)     \
     {                                                                                              \
         const int64_t nb = k / (BS);                                                               \
         for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
             int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
-            const char *wr[4];                                                                     \
+            const char *wr[8];                                                                     \
             for (int c = 0; c < C; c++) /* missing columns read column c0 and are dropped */     \
                 wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;                            \
-            __m256 a[4][4];                                                                        \
-            for (int r = 0; r < 4; r++) /* all 16: the compiler cannot see that cc <= C */        \
-                for (int c = 0; c < 4; c++) a[r][c] = _mm256_setzero_ps();                         \
+            __m256 a[4][8];                                                                        \
+            for (int r = 0; r < 4; r++) /* all: the compiler cannot see that cc <= C */           \
+                for (int c = 0; c < 8; c++) a[r][c] = _mm256_setzero_ps();                         \
             for (int64_t bi = 0; bi < nb; bi++) {                                                  \
-                wk_deq_state st[4];                                                                \
+                wk_deq_state st[8];                                                                \
                 for (int c = 0; c < C; c++) {                                                      \
-                    wk_prefetch(wr[c] + bi * (BB), (BB));                                          \
+                    if (PF) wk_prefetch(wr[c] + bi * (BB), (BB));                                  \
                     wk_prep32_##T(wr[c] + bi * (BB), &st[c]);                                      \
                 }                                                                                  \
                 for (int j = 0; j < (BS) / 32; j++)                                                \
@@ -689,16 +691,17 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
     }
 
 /* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond (wk_deq_T
- * made from the type's 32-element pieces). */
-#define WK_ROWS_GEMM(T, BS, BB, ELEM)                                                              \
+ * made from the type's 32-element pieces). C1: columns side by side at one row; PF: whether
+ * the register path prefetches. */
+#define WK_ROWS_GEMM(T, BS, BB, ELEM, C1, PF)                                                      \
     WK_BLOCK_DEQ(T, BS)                                                                            \
-    WK_FEW_ROWS(T, BS, BB, ELEM)                                                                   \
+    WK_FEW_ROWS(T, BS, BB, ELEM, PF)                                                               \
     WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
         switch (nr) {                                                                              \
-        case 1: wk_few_rows_##T(1, 4, k, nc, w, ws, x, xs, y, ldy); break;                         \
+        case 1: wk_few_rows_##T(1, C1, k, nc, w, ws, x, xs, y, ldy); break;                        \
         case 2: wk_few_rows_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                         \
         case 3: wk_few_rows_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
         case 4: wk_few_rows_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
@@ -706,21 +709,25 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         }                                                                                          \
     }
 
-WK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none)
-WK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none)
-WK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none)
-WK_ROWS_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none)
-WK_ROWS_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none)
-WK_ROWS_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none)
-WK_ROWS_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none)
-WK_ROWS_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none)
-WK_ROWS_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none)
-WK_ROWS_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none)
-WK_ROWS_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none)
-WK_ROWS_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none)
-WK_ROWS_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32)
-WK_ROWS_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16)
-WK_ROWS_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16)
+/* The dense types at one row: 8 columns side by side (8 chains of FMAs, 8 streams) and no
+ * software prefetch. F16 8192 x 4096 from memory, 2 threads, Zen 5 (session 25): 4 columns
+ * with prefetch 2.23-2.45 ms, without 1.92-2.20, 8 columns without 1.68-2.08. */
+#define WK_DENSE_C 8
+WK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none, 4, 1)
+WK_ROWS_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, WK_DENSE_C, 0)
+WK_ROWS_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, WK_DENSE_C, 0)
+WK_ROWS_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, WK_DENSE_C, 0)
 
 /* ---- activation quantizers: Q8_0 and Q8_1 in quantize_avx2.c; Q8_K the reference one
  * (exact bits, cheap next to the dots) -------------------------------------------------- */
