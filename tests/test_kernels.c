@@ -571,6 +571,41 @@ static void test_repacked_avx512_vs_avx2(void)
     }
 }
 
+/* The dense weights' AVX-512 kernels (two columns a 512-bit register, up to 4 rows) give the
+ * AVX2 kernels' bits: every row count (1-4 here, more through the AVX2 tiles), column counts
+ * around the group of 8, k with and without a tail past the last 32. */
+static void test_dense_avx512_vs_avx2(void)
+{
+    enum { NR = 6, NC = 21 };
+    const wk_type dense[] = {WK_TYPE_F32, WK_TYPE_F16, WK_TYPE_BF16};
+    const int64_t ks[] = {32, 37, 96, 4096 + 31};
+    for (size_t ti = 0; ti < 3; ti++) {
+        wk_type t = dense[ti];
+        const wk_cpu_kernels *z = wk_cpu_kernels_avx512(t), *a = wk_cpu_kernels_avx2(t);
+        CHECK_MSG(z && z->gemm_f32 && a, "%s: no AVX-512 dense kernel", wk_type_name(t));
+        if (!z || !z->gemm_f32 || !a) continue;
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki];
+            size_t ws = 0;
+            CHECK_OK(wk_type_row_bytes(t, k, &ws));
+            float *wf = malloc(sizeof(float) * NC * k), *xf = malloc(sizeof(float) * NR * k);
+            char *w = malloc(ws * NC);
+            float *yz = malloc(sizeof(float) * NR * NC), *ya = malloc(sizeof(float) * NR * NC);
+            for (int64_t i = 0; i < NC * k; i++) wf[i] = rnd();
+            for (int64_t i = 0; i < NR * k; i++) xf[i] = rnd();
+            for (int c = 0; c < NC; c++) wk_traits(t)->from_f32(wf + c * k, w + c * ws, k);
+            for (int nr = 1; nr <= NR; nr++)
+                for (int nc = 1; nc <= NC; nc++) {
+                    z->gemm_f32(k, nr, nc, w, ws, xf, sizeof(float) * k, yz, NC);
+                    a->gemm_f32(k, nr, nc, w, ws, xf, sizeof(float) * k, ya, NC);
+                    CHECK_MSG(same_rows(yz, ya, nr, nc, NC), "%s k=%lld, %d rows x %d columns: AVX-512 differs from AVX2",
+                              wk_type_name(t), (long long)k, nr, nc);
+                }
+            free(wf), free(xf), free(w), free(yz), free(ya);
+        }
+    }
+}
+
 /* The llama.cpp-order kernels of the 32-element formats (the model's quantized form): the
  * AVX-512 one, 16 columns a register, gives the AVX2 one's bits for every row count (1-11:
  * pairs of rows and an odd last one; 37 rows for the k of several decoded chunks, whose
@@ -692,6 +727,7 @@ int main(void)
         test_q6_K_extremes(WK_ISA_AVX512);
         test_q2_K_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
+        test_dense_avx512_vs_avx2();
         test_exact_avx512_vs_avx2();
         test_exact_k_avx512_vs_avx2();
     }

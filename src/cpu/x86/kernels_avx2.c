@@ -35,6 +35,13 @@ WK_INLINE void wk_prefetch(const void *p, size_t bytes)
 
 WK_INLINE float wk_h2f(uint16_t h) { return _cvtsh_ss(h); }
 
+/* a * b + c rounded once, written out so that every kernel's tail has the same operation
+ * whatever the compiler contracts (GNU C contracts a * b + c where it sees fit). */
+WK_INLINE float wk_fma1(float a, float b, float c)
+{
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
 WK_INLINE float wk_hsum(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -635,7 +642,7 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
                     float s = wk_hsum(acc[4 * r + c]);                                             \
                     const char *wr = (const char *)w + (c0 + c) * ws;                              \
                     for (int64_t i = kfull; i < k; i++)                                            \
-                        s += ELEM(wr, i) * ((const float *)((const char *)x + r * xs))[i];         \
+                        s = wk_fma1(ELEM(wr, i), ((const float *)((const char *)x + r * xs))[i], s);         \
                     y[r * ldy + c0 + c] = s;                                                       \
                 }                                                                                  \
         }                                                                                          \
@@ -684,7 +691,7 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
                 for (int c = 0; c < cc; c++) {                                                     \
                     const float *xr = (const float *)((const char *)x + r * xs);                   \
                     float s = wk_hsum(a[r][c]);                                                    \
-                    for (int64_t i = nb * (BS); i < k; i++) s += ELEM(wr[c], i) * xr[i];           \
+                    for (int64_t i = nb * (BS); i < k; i++) s = wk_fma1(ELEM(wr[c], i), xr[i], s);           \
                     y[r * ldy + c0 + c] = s;                                                       \
                 }                                                                                  \
         }                                                                                          \
