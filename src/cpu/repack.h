@@ -62,19 +62,25 @@ typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *
  * Each group is its own memory stream, and on processors where one stream per core reads
  * well below the memory's bandwidth (the Xeon test host: 22 against 30 GB/s on 2 cores,
  * src/cpu/bandwidth.c), reading 8 at once is what reaches it; AMD's read best with 4
- * (wk_cpu_streams_log2). The largest S up to that which fits the groups left is taken;
+ * (wk_cpu_streams_log2). The largest S up to 2^most that fits the groups left is taken;
  * each column's operations do not depend on S. */
-static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
-                                  size_t gs, const char *x, size_t xs, const void *aux, bool first,
-                                  float *y, size_t ldy)
+static inline void wk_tile_groups_upto(int most, wk_tile_fn const tiles[4], int64_t ng, int64_t nb,
+                                       const uint8_t *w, size_t gs, const char *x, size_t xs, const void *aux,
+                                       bool first, float *y, size_t ldy)
 {
-    const int most = wk_cpu_streams_log2();
     for (int64_t g = 0; g < ng;) {
         int l = most;
         while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;
         tiles[l](nb, w + g * gs, gs, x, xs, aux, first, y + 8 * g, ldy);
         g += 1 << l;
     }
+}
+/* S up to the processor's best number of streams (wk_cpu_streams_log2). */
+static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
+                                  size_t gs, const char *x, size_t xs, const void *aux, bool first,
+                                  float *y, size_t ldy)
+{
+    wk_tile_groups_upto(wk_cpu_streams_log2(), tiles, ng, nb, w, gs, x, xs, aux, first, y, ldy);
 }
 
 #endif
