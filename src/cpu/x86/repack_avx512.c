@@ -143,14 +143,15 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
  * Q6_K's, which prefetch their own slices: wk_prefetch_pair_slice; Q2_K's 672 bytes were as
  * fast whole), then CALL. */
 #define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
-    for (int64_t b = 0; b < nb; b++)                                                               \
+    for (int64_t b = 0; b < nb; b++) {                                                             \
+        const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
             const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
-            const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                          \
             if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
-        }
+        }                                                                                          \
+    }
 
 /* NAME##_tile_R_S (a wk_tile_fn) for blocks of BB bytes in 512-bit registers: S = 1, one group
  * (the registers' high halves a copy, thrown away); else S / 2 pairs of adjacent groups side by
@@ -553,6 +554,7 @@ WK_Q2R1_TILE(1) WK_Q2R1_TILE(2) WK_Q2R1_TILE(4) WK_Q2R1_TILE(8)
  * whatever the processor's best number of streams: each super-block's 2 KiB of the table
  * then serves 8 groups while it is in L1 (the whole table, 36 KiB, is not; Zen 5, 2 threads,
  * [8192, 4096] from memory: 0.414-0.421 ms with 4 groups, 0.362-0.366 with 8). */
+#define WK_Q2R1_GROUPS_LOG2 3 /* 8 groups side by side: the largest tile of the table below */
 static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x, int64_t nc, float *y)
 {
     static wk_tile_fn const tiles[4] = {wk_vnni_q2r1_tile_1_1, wk_vnni_q2r1_tile_1_2, wk_vnni_q2r1_tile_1_4,
@@ -564,7 +566,7 @@ static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x,
         const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b0;
         wk_q2r1_prepare(xb, sb, &a);
         a.span_start = b0, a.nb = nb;
-        wk_tile_groups_upto(3, tiles, nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q2_K), 8 * ws,
+        wk_tile_groups_upto(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q2_K), 8 * ws,
                             (const char *)xb, 0, &a, b0 == 0, y, 0);
     }
 }
