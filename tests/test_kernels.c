@@ -200,7 +200,7 @@ static void repacked_case_make(repacked_case *c, wk_type t, int64_t k, int nr, i
         tr->from_f32(f, c->w + j * c->ws, k);
         tr->to_f32(c->w + j * c->ws, c->wd + j * k, k);
     }
-    for (int g = 0; g < nc / 8; g++) wk_cpu_repack_group(t, c->w + 8 * g * c->ws, c->wp + 8 * g * c->ws, k);
+    wk_cpu_repack_rows(t, c->w, c->wp, nc, k);
     for (int r = 0; r < nr; r++) {
         for (int64_t i = 0; i < k; i++) f[i] = rnd();
         xt->from_f32(f, c->xq + r * c->xs, k);
@@ -236,18 +236,18 @@ static void test_repacked(wk_isa isa)
         for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
             repacked_case cs;
-            repacked_case_make(&cs, t, k, MAXR, 24);
+            repacked_case_make(&cs, t, k, MAXR, 16);
             const size_t ws = cs.ws, xs = cs.xs;
             const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
             for (int64_t nr = 1; nr <= MAXR; nr++)
-                for (int64_t nc = 8; nc <= 16; nc += 8) {
+                for (int64_t nc = 16; nc <= 16; nc += 16) { /* one pair of groups */
                     float ys[MAXR * MAXC], yr[MAXR * MAXC];
                     packed(k, nr, nc, cs.wp, ws, cs.xq, xs, ys, MAXC);
                     s->gemm_q(k, nr, nc, cs.w, ws, cs.xq, xs, yr, MAXC);
                     same_bits_per_row("repacked", t, packed, k, nr, nc, cs.wp, ws, cs.xq, xs);
                     for (int64_t r = 0; r < nr; r++)
                         for (int64_t c = 0; c < nc; c++) {
-                            const double mag = cs.mag[r * 24 + c];
+                            const double mag = cs.mag[r * 16 + c];
                             CHECK_MSG(fabs((double)ys[r * MAXC + c] - yr[r * MAXC + c]) <= 2e-6 * mag + 1e-6,
                                       "repacked %s k=%lld %lldx%lld at (%lld,%lld): %.9g vs %.9g",
                                       tr->name, (long long)k, (long long)nr, (long long)nc,
@@ -260,11 +260,11 @@ static void test_repacked(wk_isa isa)
 }
 
 /* The groups a one-row tile reads side by side (1, 2, 4 or 8, wk_cpu_streams_log2) change
- * the order of the loads, never a column's operations: 13 groups (8 + 4 + 1 at the most)
+ * the order of the loads, never a column's operations: 14 groups (8 + 4 + 2 at the most)
  * give the same bits at every cap, for one and two rows. */
 static void test_repacked_streams(wk_isa isa)
 {
-    enum { NC = 104, NR = 2 };
+    enum { NC = 112, NR = 2 };
     const int saved = wk_cpu_streams_log2();
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
@@ -310,12 +310,12 @@ static bool same_rows(const float *a, const float *b, int nr, int nc, int ld)
 }
 
 /* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
- * block of 5 (a tile and a remainder); 24 columns are a pair of 8-column groups served
- * together and a last group alone. Against the scalar kernel, and bitwise against the
+ * block of 5 (a tile and a remainder); 32 columns are two pairs of 8-column groups, each
+ * served together. Against the scalar kernel, and bitwise against the
  * rows one at a time. */
 static void test_repacked_many_rows(wk_isa isa)
 {
-    enum { NR = 37, NC = 24 };
+    enum { NR = 37, NC = 32 };
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
@@ -372,14 +372,14 @@ static void test_repacked_long_k(wk_isa isa)
     }
 }
 
-/* Few rows read up to 8 column groups side by side (wk_tile_groups: 8, then 4, 2 and 1
- * for the rest). 1 to 23 groups leave every remainder after one or two runs of 8; the
- * result of one call must equal, bit for bit, the groups one call each (one group: the
- * single-group tile), and the scalar kernel within its tolerance. The K types' k of 33
+/* Few rows read up to 8 column groups side by side (wk_tile_groups: 8, then 4 and 2 for
+ * the rest; 1 where a row count has no wider tile). 1 to 12 pairs (2 to 24 groups) leave
+ * every remainder after one or two runs of 8; the result of one call must equal, bit for
+ * bit, the pairs one call each, and the scalar kernel within its tolerance. The K types' k of 33
  * super-blocks crosses the Q6_K span of lane offsets (a later span adds to y). */
 static void test_repacked_groups(wk_isa isa)
 {
-    enum { NR = 4, NG = 23, NC = 8 * NG };
+    enum { NR = 4, NG = 12, NC = 16 * NG }; /* NG pairs of groups */
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
@@ -393,17 +393,17 @@ static void test_repacked_groups(wk_isa isa)
         float *y1 = malloc(sizeof(float) * NR * NC);
         wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
         for (int nr = 1; nr <= NR; nr++) {
-            for (int g = 0; g < NG; g++) packed(k, nr, 8, cs.wp + 8 * g * ws, ws, cs.xq, xs, y1 + 8 * g, NC);
+            for (int g = 0; g < NG; g++) packed(k, nr, 16, cs.wp + 16 * g * ws, ws, cs.xq, xs, y1 + 16 * g, NC);
             for (int ng = 1; ng <= NG; ng++) {
                 memset(ys, 0, sizeof(float) * NR * NC);
-                packed(k, nr, 8 * ng, cs.wp, ws, cs.xq, xs, ys, NC);
-                CHECK_MSG(same_rows(ys, y1, nr, 8 * ng, NC),
-                          "repacked %s (%s) k=%lld, %d rows x %d groups differ from one group at a time",
+                packed(k, nr, 16 * ng, cs.wp, ws, cs.xq, xs, ys, NC);
+                CHECK_MSG(same_rows(ys, y1, nr, 16 * ng, NC),
+                          "repacked %s (%s) k=%lld, %d rows x %d pairs differ from one pair at a time",
                           tr->name, wk_isa_name(isa), (long long)k, nr, ng);
                 char what[96];
-                snprintf(what, sizeof what, "repacked %s (%s), %d rows x %d groups", tr->name, wk_isa_name(isa),
+                snprintf(what, sizeof what, "repacked %s (%s), %d rows x %d pairs", tr->name, wk_isa_name(isa),
                          nr, ng);
-                near_scalar(&cs, what, ys, yr, nr, 8 * ng, NC);
+                near_scalar(&cs, what, ys, yr, nr, 16 * ng, NC);
             }
         }
         free(yr), free(ys), free(y1);
@@ -417,7 +417,7 @@ static void test_repacked_groups(wk_isa isa)
  * so the kernel must equal the scalar reference exactly. */
 static void test_q5_0_extremes(wk_isa isa)
 {
-    enum { NC = 24, NR = 6, NB = 2 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
+    enum { NC = 32, NR = 6, NB = 2 }; /* 2 pairs of groups */
     const int64_t k = NB * 32;
     wk_block_q5_0 w[NC * NB], wp[NC * NB];
     wk_block_q8_0 x[NR * NB];
@@ -437,7 +437,7 @@ static void test_q5_0_extremes(wk_isa isa)
                 blk->qs[i] = (int8_t)(r % 3 == 0 ? 127 : r % 3 == 1 ? -127 : (i % 2 ? 127 : -127));
         }
     size_t ws = sizeof(wk_block_q5_0) * NB, xs = sizeof(wk_block_q8_0) * NB;
-    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q5_0, w + 8 * g * NB, wp + 8 * g * NB, k);
+    wk_cpu_repack_rows(WK_TYPE_Q5_0, w, wp, NC, k);
     float ys[NR * NC], yr[NR * NC];
     wk_cpu_kernels_scalar(WK_TYPE_Q5_0)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
     for (int nr = 1; nr <= NR; nr++) { /* the tiles (1, 2 rows) and the many-row kernel */
@@ -454,7 +454,7 @@ static void test_q5_0_extremes(wk_isa isa)
  * sums must still equal the scalar reference exactly (integers times 1.0). */
 static void test_q6_K_extremes(wk_isa isa)
 {
-    enum { NC = 24, NR = 6 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
+    enum { NC = 32, NR = 6 }; /* 2 pairs of groups */
     const int64_t k = 256;
     static wk_block_q6_K w[NC], wp[NC];
     static wk_block_q8_K x[NR];
@@ -474,7 +474,7 @@ static void test_q6_K_extremes(wk_isa isa)
             x[r].bsums[g] = (int16_t)sum;
         }
     }
-    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q6_K, w + 8 * g, wp + 8 * g, k);
+    wk_cpu_repack_rows(WK_TYPE_Q6_K, w, wp, NC, k);
     float ys[NR * NC], yr[NR * NC];
     wk_cpu_kernels_scalar(WK_TYPE_Q6_K)->gemm_q(k, NR, NC, w, sizeof(wk_block_q6_K), x, sizeof(wk_block_q8_K), yr, NC);
     for (int nr = 1; nr <= NR; nr++) { /* the tiles (1-4 rows) and the many-row kernel */
@@ -493,7 +493,7 @@ static void test_q6_K_extremes(wk_isa isa)
  * exactly: at 1-9 rows (the one-row tiles, the tiles of 2-4 rows and the many-row kernels). */
 static void test_q2_K_extremes(wk_isa isa)
 {
-    enum { NC = 24, NR = 9, NB = 2 }; /* 3 groups: a pair of the 512-bit tiles and a lone group */
+    enum { NC = 32, NR = 9, NB = 2 }; /* 2 pairs of groups */
     const int64_t k = NB * 256;
     static wk_block_q2_K w[NC * NB], wp[NC * NB];
     static wk_block_q8_K x[NR * NB];
@@ -518,7 +518,7 @@ static void test_q2_K_extremes(wk_isa isa)
             }
         }
     const size_t ws = NB * sizeof(wk_block_q2_K), xs = NB * sizeof(wk_block_q8_K);
-    for (int g = 0; g < NC / 8; g++) wk_cpu_repack_group(WK_TYPE_Q2_K, w + 8 * g * NB, wp + 8 * g * NB, k);
+    wk_cpu_repack_rows(WK_TYPE_Q2_K, w, wp, NC, k);
     float ys[NR * NC], yr[NR * NC];
     wk_cpu_kernels_scalar(WK_TYPE_Q2_K)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
     for (int nr = 1; nr <= NR; nr++) {
@@ -532,12 +532,12 @@ static void test_q2_K_extremes(wk_isa isa)
 
 /* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
  * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
- * the K types, 33 super-blocks (across the Q6_K span); 1 to 23 groups at 1 to 5 rows
- * (every tile, every remainder of the groups), and 1, 2, 3 and 23 groups up to 18 rows
+ * the K types, 33 super-blocks (across the Q6_K span); 1 to 12 pairs of groups at 1 to 5
+ * rows (every tile, every remainder of the groups), and 1, 2 and 12 pairs up to 18 rows
  * (past every type's many-row threshold, 17 at most). */
 static void test_repacked_avx512_vs_avx2(void)
 {
-    enum { NR = 18, NG = 23, NC = 8 * NG };
+    enum { NR = 18, NG = 12, NC = 16 * NG }; /* NG pairs of groups */
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
@@ -554,16 +554,16 @@ static void test_repacked_avx512_vs_avx2(void)
             wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, cs.ws, cs.xq, cs.xs, yr, NC);
             for (int nr = 1; nr <= NR; nr++)
                 for (int ng = 1; ng <= NG; ng++) {
-                    if (nr > 5 && ng > 3 && ng < NG) continue;
-                    f512(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
-                    f2(k, nr, 8 * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
-                    CHECK_MSG(same_rows(ya, yb, nr, 8 * ng, NC),
-                              "repacked %s k=%lld, %d rows x %d groups: AVX-512 differs from AVX2", tr->name,
+                    if (nr > 5 && ng > 2 && ng < NG) continue;
+                    f512(k, nr, 16 * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
+                    f2(k, nr, 16 * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
+                    CHECK_MSG(same_rows(ya, yb, nr, 16 * ng, NC),
+                              "repacked %s k=%lld, %d rows x %d pairs: AVX-512 differs from AVX2", tr->name,
                               (long long)k, nr, ng);
                     char what[96];
-                    snprintf(what, sizeof what, "repacked %s (AVX-512) k=%lld, %d rows x %d groups", tr->name,
+                    snprintf(what, sizeof what, "repacked %s (AVX-512) k=%lld, %d rows x %d pairs", tr->name,
                              (long long)k, nr, ng);
-                    near_scalar(&cs, what, ya, yr, nr, 8 * ng, NC);
+                    near_scalar(&cs, what, ya, yr, nr, 16 * ng, NC);
                 }
             free(yr), free(ya), free(yb);
             repacked_case_free(&cs);
@@ -609,12 +609,12 @@ static void test_dense_avx512_vs_avx2(void)
 /* The llama.cpp-order kernels of the 32-element formats (the model's quantized form): the
  * AVX-512 one, 16 columns a register, gives the AVX2 one's bits for every row count (1-11:
  * pairs of rows and an odd last one; 37 rows for the k of several decoded chunks, whose
- * passes of 32 rows leave a remainder), for pairs of groups and an odd last group, with
+ * passes of 32 rows leave a remainder), for an odd number of pairs of groups, with
  * weights and codes at their extremes. */
 static void test_exact_avx512_vs_avx2(void)
 {
     const wk_type types[] = {WK_TYPE_Q4_0, WK_TYPE_Q4_1, WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q8_0};
-    const int64_t ks[] = {32, 96, 576, 2080}, n = 40; /* 5 groups; 2080: chunks of 32, 32, 1 blocks */
+    const int64_t ks[] = {32, 96, 576, 2080}, n = 48; /* 3 pairs; 2080: chunks of 32, 32, 1 blocks */
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
             const wk_type t = types[ti];
@@ -634,7 +634,7 @@ static void test_exact_avx512_vs_avx2(void)
             for (int64_t i = 0; i < 32; i++) f[i] = i == 5 ? -8.0f : 1.0f, f[k + i] = i == 9 ? 8.0f : -1.0f;
             for (int64_t i = 0; i < 32; i++) xf[i] = i % 2 ? 1.0f : -1.0f;
             for (int64_t r = 0; r < n; r++) tr->from_f32(f + r * k, rows + r * row_bytes, k);
-            for (int64_t g = 0; g < n / 8; g++) wk_cpu_repack_group(t, rows + g * 8 * row_bytes, packed + g * 8 * row_bytes, k);
+            wk_cpu_repack_rows(t, rows, packed, n, k);
             for (int64_t r = 0; r < m; r++) {
                 if (q8_1) wk_avx2_act_q8_1(xf + r * k, xq + r * xs, k);
                 else wk_avx2_act_q8_0(xf + r * k, xq + r * xs, k);
@@ -659,11 +659,11 @@ static void test_exact_avx512_vs_avx2(void)
 
 /* The same for Q4_K and Q6_K (activations in Q8_K): rows 1-11 (the four-row order of Q4_K
  * and its remainder rows, Q6_K's pairs and an odd row), 37 rows for a k of several decoded
- * chunks (4, 4 and 1 super-blocks), pairs of groups and an odd last group. */
+ * chunks (4, 4 and 1 super-blocks), an odd number of pairs of groups. */
 static void test_exact_k_avx512_vs_avx2(void)
 {
     const wk_type types[] = {WK_TYPE_Q4_K, WK_TYPE_Q6_K};
-    const int64_t ks[] = {256, 1536, 2304}, n = 40;
+    const int64_t ks[] = {256, 1536, 2304}, n = 48; /* 3 pairs */
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
             const wk_type t = types[ti];
@@ -680,7 +680,7 @@ static void test_exact_k_avx512_vs_avx2(void)
             for (int64_t i = 0; i < 256; i++) f[i] = i == 5 ? -8.0f : 1.0f, f[k + i] = i == 9 ? 8.0f : -1.0f;
             for (int64_t i = 0; i < 256; i++) xf[i] = i % 2 ? 1.0f : -1.0f;
             for (int64_t r = 0; r < n; r++) tr->from_f32(f + r * k, rows + r * row_bytes, k);
-            for (int64_t g = 0; g < n / 8; g++) wk_cpu_repack_group(t, rows + g * 8 * row_bytes, packed + g * 8 * row_bytes, k);
+            wk_cpu_repack_rows(t, rows, packed, n, k);
             for (int64_t r = 0; r < m; r++) at->from_f32(xf + r * k, xq + r * xs, k);
             for (int64_t rows_m = 1; rows_m <= m; rows_m++) {
                 if (rows_m > 11 && rows_m < m) continue;

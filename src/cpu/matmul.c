@@ -16,7 +16,7 @@
 #endif
 
 #define WK_ROW_BLOCK 64      /* x rows kept hot in cache while a column chunk is done */
-#define WK_COL_ALIGN 16      /* chunk boundaries are multiples of this many columns */
+#define WK_COL_ALIGN 16      /* chunk boundaries are multiples of this many columns (a repacked pair) */
 #define WK_BATCH_ALIGN 64    /* columns of a many-row kernel batch (repack_rows_avx2.c) */
 #define WK_CHUNK_BYTES (192u * 1024u) /* weight bytes of one chunk, for m > 1 */
 
@@ -31,7 +31,7 @@ typedef struct wk_cpu_mm {
     wk_type act_type;            /* quantized form: the vec-dot type */
     size_t act_row_bytes;
     wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
-    int64_t n_packed;            /* leading rows repacked (a multiple of 8) */
+    int64_t n_packed;            /* leading rows repacked (a multiple of 16) */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;
@@ -202,7 +202,7 @@ static void wk_forward_worker(void *arg, int ith, int nth)
         if (ci >= n_chunks) break;
         int64_t c0 = ci * j->chunk;
         int64_t nc = n - c0 < j->chunk ? n - c0 : j->chunk;
-        /* Repacked leading rows (chunks start on a group boundary), then the rest. */
+        /* Repacked leading rows (chunks start on a pair boundary: WK_COL_ALIGN), then the rest. */
         int64_t np = c->n_packed > c0 ? (c->n_packed - c0 < nc ? c->n_packed - c0 : nc) : 0;
         const char *w = (const char *)c->w + (size_t)c0 * c->w_stride;
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROW_BLOCK) {

@@ -16,6 +16,7 @@
 #include "model/backend.h"
 #include "cpu/cpu_engine.h"
 #include "cpu/ops_internal.h"
+#include "cpu/repack.h"
 #include "quant/traits.h"
 #include "tensor/engine_impl.h"
 
@@ -373,7 +374,7 @@ static void exact_task(void *arg, int ith, int nth)
             else
                 wk_avx2_exact_groups(w->type, mm->k, w->data, g0, g1, j->xq, j->xs, j->m, j->y[i],
                                      (size_t)mm->n);
-        } else { /* rows after the last group keep the file's layout: the generic kernel
+        } else { /* rows after the last pair keep the file's layout: the generic kernel
                   * (llama.cpp's order too for the 32-element formats, not for Q4_K/Q6_K) */
             const wk_type_traits *tr = wk_traits(w->type);
             size_t row_bytes = (size_t)(mm->k / tr->block_size) * tr->block_bytes;
@@ -412,11 +413,11 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];
         j.y[i] = y[i];
-        j.n_groups[i] = mm[i]->w->layout == WK_LAYOUT_REPACKED ? mm[i]->n / 8 : 0;
+        j.n_groups[i] = mm[i]->w->layout == WK_LAYOUT_REPACKED ? mm[i]->n / WK_REPACK_PAIR_ROWS * 2 : 0;
         total_groups += j.n_groups[i];
     }
     /* Several chunks per thread for balance; an even number of groups, at least 2 (the
-     * AVX-512 kernel takes groups in pairs). */
+     * layout's pairs, repack.h). */
     j.chunk = total_groups / ((int64_t)nth * 8) & ~(int64_t)1;
     if (j.chunk < 2) j.chunk = 2;
     j.first_chunk[0] = 0;

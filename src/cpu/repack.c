@@ -108,7 +108,9 @@ static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
     }
 }
 
-void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
+/* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst, its blocks
+ * (8 format blocks each) `stride` bytes apart. */
+static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k, size_t stride)
 {
     const wk_type_traits *tr = wk_traits(t);
     size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
@@ -175,7 +177,7 @@ void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k)
         case WK_TYPE_Q2_K: wk_pack_q2_K(out, blk); break;
         default: break;
         }
-        out += 8 * tr->block_bytes;
+        out += stride;
     }
 }
 
@@ -194,14 +196,32 @@ static void wk_prefault_writable(void *p, size_t n)
 #endif
 }
 
-/* Groups are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
+/* The pair of groups in the 16 rows at src into dst (distinct), each group's blocks 2 bb
+ * apart, the second group's after the first's. */
+static void wk_cpu_repack_pair(wk_type t, const uint8_t *src, uint8_t *dst, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    const size_t gs = (size_t)(k / tr->block_size) * tr->block_bytes * WK_REPACK_COLS;
+    const size_t bb = tr->block_bytes * WK_REPACK_COLS;
+    for (int h = 0; h < 2; h++) wk_cpu_repack_group(t, src + h * gs, dst + wk_repacked_at(h, 0, gs, bb), k, 2 * bb);
+}
+
+void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    const size_t ps = (size_t)(k / tr->block_size) * tr->block_bytes * WK_REPACK_PAIR_ROWS;
+    for (int64_t p = 0; p < n / WK_REPACK_PAIR_ROWS; p++)
+        wk_cpu_repack_pair(t, (const uint8_t *)src + (size_t)p * ps, (uint8_t *)dst + (size_t)p * ps, k);
+}
+
+/* Pairs are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
  * threads; each chunk's pages are made writable first, in one call. */
 enum { WK_REPACK_CHUNK = 256 * 1024 };
 typedef struct {
     wk_type type;
-    int64_t k, groups, chunk_groups;
-    size_t group_bytes;
-    uint8_t *base, *tmp; /* tmp: one group for each thread */
+    int64_t k, pairs, chunk_pairs;
+    size_t pair_bytes;
+    uint8_t *base, *tmp; /* tmp: one pair for each thread */
     atomic_llong next;
 } wk_repack_job;
 
@@ -209,15 +229,15 @@ static void wk_repack_task(void *arg, int ith, int nth)
 {
     wk_repack_job *j = arg;
     (void)nth;
-    uint8_t *tmp = j->tmp + (size_t)ith * j->group_bytes;
+    uint8_t *rows = j->tmp + (size_t)ith * j->pair_bytes;
     for (;;) {
-        int64_t g0 = atomic_fetch_add(&j->next, 1) * j->chunk_groups;
-        if (g0 >= j->groups) break;
-        int64_t g1 = g0 + j->chunk_groups < j->groups ? g0 + j->chunk_groups : j->groups;
-        wk_prefault_writable(j->base + (size_t)g0 * j->group_bytes, (size_t)(g1 - g0) * j->group_bytes);
-        for (int64_t gi = g0; gi < g1; gi++) {
-            memcpy(tmp, j->base + (size_t)gi * j->group_bytes, j->group_bytes);
-            wk_cpu_repack_group(j->type, tmp, j->base + (size_t)gi * j->group_bytes, j->k);
+        int64_t p0 = atomic_fetch_add(&j->next, 1) * j->chunk_pairs;
+        if (p0 >= j->pairs) break;
+        int64_t p1 = p0 + j->chunk_pairs < j->pairs ? p0 + j->chunk_pairs : j->pairs;
+        wk_prefault_writable(j->base + (size_t)p0 * j->pair_bytes, (size_t)(p1 - p0) * j->pair_bytes);
+        for (int64_t pi = p0; pi < p1; pi++) {
+            memcpy(rows, j->base + (size_t)pi * j->pair_bytes, j->pair_bytes);
+            wk_cpu_repack_pair(j->type, rows, j->base + (size_t)pi * j->pair_bytes, j->k);
         }
     }
 }
@@ -230,18 +250,18 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *ge
     if (off && off[0] && strcmp(off, "0") != 0) return WK_OK;
     wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
     int64_t n = w->dims[0], k = w->dims[1];
-    int64_t groups = n / WK_REPACK_COLS;
-    if (!g || groups == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    int64_t pairs = n / WK_REPACK_PAIR_ROWS;
+    if (!g || pairs == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
     const wk_type_traits *tr = wk_traits(w->type);
     size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
-    wk_repack_job j = {.type = w->type, .k = k, .groups = groups, .group_bytes = row_bytes * WK_REPACK_COLS,
+    wk_repack_job j = {.type = w->type, .k = k, .pairs = pairs, .pair_bytes = row_bytes * WK_REPACK_PAIR_ROWS,
                        .base = w->data};
-    j.chunk_groups = (int64_t)((WK_REPACK_CHUNK + j.group_bytes - 1) / j.group_bytes);
+    j.chunk_pairs = (int64_t)((WK_REPACK_CHUNK + j.pair_bytes - 1) / j.pair_bytes);
     atomic_init(&j.next, 0);
-    /* Every group is rewritten in place through one group of temporary memory per thread,
+    /* Every pair is rewritten in place through one pair of temporary memory per thread,
      * whatever the size of the weight; taken before any is touched. */
-    const int nth = pool && groups > j.chunk_groups ? wk_pool_threads(pool) : 1;
-    const size_t tmp_bytes = (size_t)nth * j.group_bytes;
+    const int nth = pool && pairs > j.chunk_pairs ? wk_pool_threads(pool) : 1;
+    const size_t tmp_bytes = (size_t)nth * j.pair_bytes;
     if (!(j.tmp = wk_host_alloc(tmp_bytes)))
         return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", tmp_bytes);
     if (nth > 1) wk_pool_run_flexible(pool, wk_repack_task, &j);
@@ -249,6 +269,6 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *ge
     wk_host_free(j.tmp, tmp_bytes);
     w->layout = WK_LAYOUT_REPACKED;
     *gemm = g;
-    *n_packed = groups * WK_REPACK_COLS;
+    *n_packed = pairs * WK_REPACK_PAIR_ROWS;
     return WK_OK;
 }

@@ -5,7 +5,14 @@
  * activation bytes feeds all of them: integer products for 8 outputs per instruction,
  * each weight block used for several activation rows. A group of 8 rows takes exactly
  * the bytes of the 8 rows it replaces, so repacking is done in place: no second copy.
- * Rows beyond the last full group of 8 keep the file's layout.
+ *
+ * Groups come in pairs, interleaved block by block: rows 16P..16P+15 hold group 2P's block
+ * 0, group 2P + 1's block 0, group 2P's block 1, ... (wk_repacked_at). A kernel that reads
+ * a pair's blocks side by side (the 512-bit tiles: one register, two groups) then reads one
+ * memory stream, not two: on the Zen 5 development machine one stream a core is what reads
+ * at the memory's bandwidth (Q4_0 one row from memory, 2 threads: 85-91% of the bandwidth
+ * read beside it with two streams a pair, 95-105% with one). Rows beyond the last full pair
+ * (16 rows) keep the file's layout.
  *
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
@@ -38,49 +45,61 @@
 #include "cpu/pool.h"
 
 #define WK_REPACK_COLS 8
+#define WK_REPACK_PAIR_ROWS 16 /* rows of a pair of groups: what is repacked comes in these */
 
-/* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of 8 and
- * w the start of a group. NULL when the type has none. */
+/* The offset of block b (bb bytes: one block of each of a group's 8 rows) of group g in a
+ * repacked weight whose groups are gs bytes, from the start of an even group: a pair is 2 gs
+ * bytes, and a group's consecutive blocks are 2 bb apart. */
+static inline size_t wk_repacked_at(int64_t g, int64_t b, size_t gs, size_t bb)
+{
+    return (size_t)(g >> 1) * 2 * gs + (size_t)(2 * b + (g & 1)) * bb;
+}
+
+/* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of 16 and
+ * w the start of a pair. NULL when the type has none. */
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
 
 /* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
  * becomes WK_LAYOUT_REPACKED) and return the kernel and the number of leading rows
- * repacked (a multiple of 8); otherwise *gemm = NULL and *n_packed = 0. The work is shared
+ * repacked (a multiple of 16); otherwise *gemm = NULL and *n_packed = 0. The work is shared
  * by pool's threads (NULL: the calling thread). WICK_NO_REPACK (set, not "0") turns repacking off. */
 wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed);
 
-/* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst. */
-void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k);
+/* Repack the leading n / 16 pairs of groups of n rows of type t (src, file layout, k
+ * elements a row) into dst (as many bytes; dst != src). */
+void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k);
 
-/* A tile kernel of R activation rows x S adjacent 8-column groups (gs bytes apart, from w):
+/* A tile kernel of R activation rows x S adjacent 8-column groups of gs bytes from w (an
+ * even group when S > 1; group q's block b at w + wk_repacked_at(q, b, gs, ...)):
  * y[r * ldy + 8 q + c] for group q. aux and first are what a type's kernel needs (block
  * sums, lane offsets; first: start from zero, else add to y). */
 typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *x, size_t xs,
                            const void *aux, bool first, float *y, size_t ldy);
 
-/* The ng groups of a row tile, S side by side: tiles[l] takes S = 2^l groups (NULL: none).
- * Each group is its own memory stream, and on processors where one stream per core reads
- * well below the memory's bandwidth (the Xeon test host: 22 against 30 GB/s on 2 cores,
- * src/cpu/bandwidth.c), reading 8 at once is what reaches it; AMD's read best with 4
- * (wk_cpu_streams_log2). The largest S up to 2^most that fits the groups left is taken;
- * each column's operations do not depend on S. */
+/* The ng groups (an even number) of a row tile, S side by side: tiles[l] takes S = 2^l
+ * groups (NULL: none). Each pair of groups is one memory stream, and on processors where
+ * one stream per core reads well below the memory's bandwidth (the Xeon test host: 22
+ * against 30 GB/s on 2 cores, src/cpu/bandwidth.c), reading several at once is what
+ * reaches it (wk_cpu_streams_log2). The largest S up to 2^most that fits the groups left is
+ * taken, so a tile of S > 1 starts on an even group; each column's operations do not
+ * depend on S. */
 static inline void wk_tile_groups_upto(int most, wk_tile_fn const tiles[4], int64_t ng, int64_t nb,
-                                       const uint8_t *w, size_t gs, const char *x, size_t xs, const void *aux,
-                                       bool first, float *y, size_t ldy)
+                                       const uint8_t *w, size_t gs, size_t bb, const char *x, size_t xs,
+                                       const void *aux, bool first, float *y, size_t ldy)
 {
     for (int64_t g = 0; g < ng;) {
         int l = most;
         while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;
-        tiles[l](nb, w + g * gs, gs, x, xs, aux, first, y + 8 * g, ldy);
+        tiles[l](nb, w + wk_repacked_at(g, 0, gs, bb), gs, x, xs, aux, first, y + 8 * g, ldy);
         g += 1 << l;
     }
 }
 /* S up to the processor's best number of streams (wk_cpu_streams_log2). */
 static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
-                                  size_t gs, const char *x, size_t xs, const void *aux, bool first,
+                                  size_t gs, size_t bb, const char *x, size_t xs, const void *aux, bool first,
                                   float *y, size_t ldy)
 {
-    wk_tile_groups_upto(wk_cpu_streams_log2(), tiles, ng, nb, w, gs, x, xs, aux, first, y, ldy);
+    wk_tile_groups_upto(wk_cpu_streams_log2(), tiles, ng, nb, w, gs, bb, x, xs, aux, first, y, ldy);
 }
 
 #endif

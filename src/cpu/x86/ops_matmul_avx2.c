@@ -184,7 +184,7 @@ void wk_avx2_exact_groups(wk_type t, int64_t k, const void *w, int64_t g0, int64
 {
     const wk_exact_geom G = wk_exact_geom_of(t, k);
     for (int64_t g = g0; g < g1; g++) {
-        const uint8_t *wg = (const uint8_t *)w + (size_t)g * G.group_bytes;
+        const uint8_t *wg = (const uint8_t *)w + wk_repacked_at(g, 0, G.group_bytes, 8 * G.blk_bytes);
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
             int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
             const char *xr = (const char *)x + (size_t)r0 * x_stride;
@@ -245,7 +245,7 @@ static void wk_q4_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
     for (int64_t r = 0; r < nr; r++) acc[r] = accm[r] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q4_K);
+        const uint8_t *blk = wg + wk_repacked_at(0, b, 0, 8 * sizeof(wk_block_q4_K));
         int16_t sc[64], mn[64];
         wk_k4x8_decode(blk + 32, sc);
         wk_k4x8_decode(blk + 80, mn);
@@ -284,7 +284,7 @@ static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
     for (int64_t r = 0; r < nr; r++)
         for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wg + (size_t)b * 8 * sizeof(wk_block_q6_K);
+        const uint8_t *blk = wg + wk_repacked_at(0, b, 0, 8 * sizeof(wk_block_q6_K));
         int16_t sc[128];
         for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
         __m256i sc32[16];
@@ -332,7 +332,7 @@ void wk_avx2_exact_groups_k(wk_type t, int64_t k, const void *w, int64_t g0, int
     size_t xs_blocks = x_stride / sizeof(wk_block_q8_K);
     int64_t n_pairs = m & ~(int64_t)3; /* rows in fours: llama.cpp's gemm order for Q4_K */
     for (int64_t g = g0; g < g1; g++) {
-        const uint8_t *wg = (const uint8_t *)w + (size_t)g * group_stride;
+        const uint8_t *wg = (const uint8_t *)w + wk_repacked_at(g, 0, group_stride, 8 * blk_bytes);
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROWS) {
             int64_t nr = m - r0 < WK_ROWS ? m - r0 : WK_ROWS;
             const wk_block_q8_K *xr = (const wk_block_q8_K *)((const char *)x + (size_t)r0 * x_stride);

@@ -68,9 +68,11 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
     }
 }
 
-/* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes apart) prefetches a
- * stream: WK_PF_AHEAD, but a group's last blocks the same stream of the next S groups (past
- * S - 1 groups), not the next group's start, which its own stream has read already. The K
+/* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes each) prefetches a
+ * pair's stream (its blocks 2 bb apart, repack.h): WK_PF_AHEAD, but a pair's last blocks the
+ * same stream of the next S groups (past S / 2 - 1 pairs), not the next pair's start, which
+ * its own stream has read already (one pair, or a group of one: the next tile's start is
+ * where the stream goes on). The K
  * types' groups are short (Q2_K: 10.5 KiB at k = 4096, Q6_K 26 KiB), and their first 2 KiB
  * were read with no prefetch ahead: at one row from memory this took 0.90 of the time for
  * Q2_K. Every pair tile takes it (Q4_K m = 1 from memory, Zen 5, 2 threads: 84-87% -> 86-89%
@@ -78,7 +80,8 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * formats unchanged). */
 WK_INLINE size_t wk_stream_ahead(int64_t b, int64_t nb, int S, size_t gs, size_t bb)
 {
-    return (size_t)b * bb + WK_PF_AHEAD < (size_t)nb * bb ? WK_PF_AHEAD : WK_PF_AHEAD + (size_t)(S - 1) * gs;
+    return S <= 2 || 2 * (size_t)b * bb + WK_PF_AHEAD < 2 * (size_t)nb * bb ? WK_PF_AHEAD
+                                                                           : WK_PF_AHEAD + (size_t)(S - 2) * gs;
 }
 
 /* One super-block of the groups at b0 and b1 (b1 == b0 for a lone group) for R rows. */
@@ -146,8 +149,8 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
     for (int64_t b = 0; b < nb; b++) {                                                             \
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
-            const uint8_t *b0 = w + 2 * p * gs + b * 8 * (BB);                                     \
-            const uint8_t *b1 = (S) == 1 ? b0 : b0 + gs;                                           \
+            const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
+            const uint8_t *b1 = (S) == 1 ? b0 : b0 + 8 * (BB);                                     \
             if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }                                                                                          \
@@ -428,19 +431,20 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
         const int64_t rb = nr - r0 < WK_Q2Z_ROWS ? nr - r0 : WK_Q2Z_ROWS;
         const char *xr = (const char *)x + r0 * xs;
         for (int64_t g = 0; g < ng;) {
-            /* 4 groups (two units), 2 or 3 (one unit), or a lone group (a unit of it twice) */
-            const int P = ng - g >= 4 ? 2 : 1, lone = ng - g == 1, n = lone ? 1 : 2 * P;
+            /* 4 groups (two units: two pairs) or 2 (one unit) */
+            const int P = ng - g >= 4 ? 2 : 1, n = 2 * P;
             memset(acc, 0, sizeof(float) * 32 * (size_t)rb);
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *p0 = wb + g * gs + b * bb;
-                /* the next super-block of these groups, or the first of the next ones */
-                const uint8_t *nx = b + 1 < nb ? p0 + bb : g + n < ng ? wb + (g + n) * gs : NULL;
+                const uint8_t *p0 = wb + wk_repacked_at(g, b, gs, bb);
+                /* the next super-block of these pairs, or the first of the next ones */
+                const uint8_t *nx = b + 1 < nb ? p0 + 2 * bb : g + n < ng ? wb + wk_repacked_at(g + n, 0, gs, bb) : NULL;
                 if (nx)
-                    for (int j = 0; j < n; j++)
-                        for (size_t off = 0; off < bb; off += 64) _mm_prefetch((const char *)nx + j * gs + off, _MM_HINT_T0);
-                wk_q2z_decode(p0, lone ? p0 : p0 + gs, &u[0]);
+                    for (int j = 0; j < P; j++)
+                        for (size_t off = 0; off < 2 * bb; off += 64)
+                            _mm_prefetch((const char *)nx + 2 * j * gs + off, _MM_HINT_T0);
+                wk_q2z_decode(p0, p0 + bb, &u[0]);
                 if (P == 2) {
-                    wk_q2z_decode(p0 + 2 * gs, p0 + 3 * gs, &u[1]);
+                    wk_q2z_decode(p0 + 2 * gs, p0 + 2 * gs + bb, &u[1]);
                     wk_q2z_all_rows(2, u, xr, xs, b, rb, acc);
                 } else {
                     wk_q2z_all_rows(1, u, xr, xs, b, rb, acc);
@@ -541,7 +545,7 @@ WK_INLINE void wk_vnni_q2r1_block(const uint8_t *blk, const char *x, int64_t b, 
         for (int64_t b = 0; b < nb; b++) {                                                         \
             const size_t ahead = wk_stream_ahead(a->span_start + b, a->nb, S, gs, 8 * sizeof(wk_block_q2_K)); \
             for (int q = 0; q < S; q++) {                                                          \
-                const uint8_t *blk = w + q * gs + b * 8 * sizeof(wk_block_q2_K);                   \
+                const uint8_t *blk = w + wk_repacked_at(q, b, gs, 8 * sizeof(wk_block_q2_K));      \
                 wk_prefetch_pair_slice(blk, blk, 8 * sizeof(wk_block_q2_K), ahead, 0, 1);          \
                 wk_vnni_q2r1_block(blk, x, b, aux, acc[q]);                                        \
             }                                                                                      \
@@ -566,8 +570,9 @@ static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x,
         const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b0;
         wk_q2r1_prepare(xb, sb, &a);
         a.span_start = b0, a.nb = nb;
-        wk_tile_groups_upto(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q2_K), 8 * ws,
-                            (const char *)xb, 0, &a, b0 == 0, y, 0);
+        const size_t bb = 8 * sizeof(wk_block_q2_K);
+        wk_tile_groups_upto(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb),
+                            8 * ws, bb, (const char *)xb, 0, &a, b0 == 0, y, 0);
     }
 }
 

@@ -471,7 +471,7 @@ WK_INLINE void wk_decode_unit(const int kind, const uint8_t *wu, size_t gbb, int
 {
     if (wk_is_k(kind)) wk_decode_k(kind, wu, u);
     else
-        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * gbb, j, u);
+        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + wk_repacked_at(0, j, 0, gbb), j, u);
 }
 
 #ifndef WK_PF_STEPS
@@ -516,18 +516,21 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 const char *xu = xr + b0 * xbb;
                 for (int64_t g = g0, pair; g < g0 + gn; g += 1 + pair) {
                     pair = g + 1 < g0 + gn && wk_pairs_groups(kind);
-                    const uint8_t *wu = w + g * 8 * ws + b0 * gbb;
-                    /* the units decoded WK_PF_STEPS steps later: of this unit or the next */
+                    const uint8_t *wu = w + wk_repacked_at(g, b0, 8 * ws, gbb);
+                    /* the units decoded WK_PF_STEPS steps later: of this unit or the next; a
+                     * pair's units are one stretch, asked for with its first group */
                     const int64_t step = 1 + pair;
                     for (int64_t q = g + WK_PF_STEPS * step; q < g + (WK_PF_STEPS + 1) * step; q++) {
-                        if (q < g0 + gn) wk_prefetch_unit(w + q * 8 * ws + b0 * gbb, gbb * (size_t)nbu);
+                        if (q & 1) continue;
+                        if (q < g0 + gn) wk_prefetch_unit(w + wk_repacked_at(q, b0, 8 * ws, gbb), 2 * gbb * (size_t)nbu);
                         else if (b0 + unit_blocks < nb && q - gn < g0 + gn)
-                            wk_prefetch_unit(w + (q - gn) * 8 * ws + (b0 + unit_blocks) * gbb, gbb * (size_t)unit_blocks);
+                            wk_prefetch_unit(w + wk_repacked_at(q - gn, b0 + unit_blocks, 8 * ws, gbb),
+                                             2 * gbb * (size_t)unit_blocks);
                     }
                     wk_decode_unit(kind, wu, gbb, nbu, &u[0]);
                     float *ag = acc + 8 * (g - g0);
-                    if (pair) {
-                        wk_decode_unit(kind, wu + 8 * ws, gbb, nbu, &u[1]);
+                    if (pair) { /* g is even: its partner's blocks follow each of its own */
+                        wk_decode_unit(kind, wu + gbb, gbb, nbu, &u[1]);
                         wk_unit_all_rows(kind, 2, u, nbu, xu, xs, act, ag, rb);
                     } else {
                         wk_unit_all_rows(kind, 1, u, nbu, xu, xs, act, ag, rb);

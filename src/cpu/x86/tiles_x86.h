@@ -133,7 +133,7 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
         for (int64_t b = 0; b < nb; b++)                                                           \
             for (int q = 0; q < S; q++) {                                                          \
-                const uint8_t *blk = w + q * gs + b * 8 * (BB);                                    \
+                const uint8_t *blk = w + wk_repacked_at(q, b, gs, 8 * (BB));                       \
                 if ((BB) != sizeof(wk_block_q6_K)) wk_prefetch_block(blk, 8 * (BB));               \
                 NAME##_block(R, blk, x, xs, b, nb, aux, acc[q]);                                   \
             }                                                                                      \
@@ -173,7 +173,7 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int64_t nb, in
             for (int64_t r = 0; r < rr; r++)
                 for (int64_t b = 0; b < nb; b++)
                     sx[r * nb + b] = bsum((const int8_t *)(xr + r * xs + b * xb_bytes + qs_off));
-        wk_tile_groups(tiles[rr - 1], nc / 8, nb, w, 8 * ws, xr, xs, sx, true, y + r0 * ldy, ldy);
+        wk_tile_groups(tiles[rr - 1], nc / 8, nb, w, 8 * ws, 8 * ws / nb, xr, xs, sx, true, y + r0 * ldy, ldy);
     }
 }
 
@@ -222,8 +222,9 @@ WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(c
                 for (int64_t b = 0; b < sb; b++)
                     lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
                               lo + (r * WK_Q6_SPAN + b) * nlo);
-            wk_tile_groups(tiles[R - 1], nc / 8, sb, (const uint8_t *)w + b0 * 8 * sizeof(wk_block_q6_K),
-                           8 * ws, xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
+            const size_t bb = 8 * sizeof(wk_block_q6_K);
+            wk_tile_groups(tiles[R - 1], nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws,
+                           bb, xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
     }
 }
