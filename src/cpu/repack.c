@@ -196,14 +196,15 @@ static void wk_prefault_writable(void *p, size_t n)
 #endif
 }
 
-/* The pair of groups in the 16 rows at src into dst (distinct), each group's blocks 2 bb
- * apart, the second group's after the first's. */
+/* The pair of groups in the 16 rows at src into dst (distinct), in the layout of
+ * wk_repacked_at. */
 static void wk_cpu_repack_pair(wk_type t, const uint8_t *src, uint8_t *dst, int64_t k)
 {
     const wk_type_traits *tr = wk_traits(t);
     const size_t gs = (size_t)(k / tr->block_size) * tr->block_bytes * WK_REPACK_COLS;
     const size_t bb = tr->block_bytes * WK_REPACK_COLS;
-    for (int h = 0; h < 2; h++) wk_cpu_repack_group(t, src + h * gs, dst + wk_repacked_at(h, 0, gs, bb), k, 2 * bb);
+    for (int h = 0; h < 2; h++)
+        wk_cpu_repack_group(t, src + h * gs, dst + wk_repacked_at(h, 0, gs, bb), k, wk_repacked_step(bb));
 }
 
 void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k)

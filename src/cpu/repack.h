@@ -6,13 +6,16 @@
  * each weight block used for several activation rows. A group of 8 rows takes exactly
  * the bytes of the 8 rows it replaces, so repacking is done in place: no second copy.
  *
- * Groups come in pairs, interleaved block by block: rows 16P..16P+15 hold group 2P's block
- * 0, group 2P + 1's block 0, group 2P's block 1, ... (wk_repacked_at). A kernel that reads
- * a pair's blocks side by side (the 512-bit tiles: one register, two groups) then reads one
+ * Groups come in pairs (rows 16P..16P+15). In the 32-element formats, whose blocks of a
+ * group are small (144-272 bytes), a pair is interleaved block by block: group 2P's block
+ * 0, group 2P + 1's block 0, group 2P's block 1, ... (wk_repacked_at). A kernel that reads a
+ * pair's blocks side by side (the 512-bit tiles: one register, two groups) then reads one
  * memory stream, not two: on the Zen 5 development machine one stream a core is what reads
  * at the memory's bandwidth (Q4_0 one row from memory, 2 threads: 85-91% of the bandwidth
- * read beside it with two streams a pair, 95-105% with one). Rows beyond the last full pair
- * (16 rows) keep the file's layout.
+ * read beside it with two streams a pair, 95-105% with one). The K formats' blocks (672-1680
+ * bytes) stay a group apart: interleaved, a tile's two halves were two runs of 11-26 lines
+ * that start over every block, and from memory took twice the time (Q4_K 0.62 -> 1.3 ms).
+ * Rows beyond the last full pair (16 rows) keep the file's layout.
  *
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
@@ -47,13 +50,20 @@
 #define WK_REPACK_COLS 8
 #define WK_REPACK_PAIR_ROWS 16 /* rows of a pair of groups: what is repacked comes in these */
 
-/* The offset of block b (bb bytes: one block of each of a group's 8 rows) of group g in a
- * repacked weight whose groups are gs bytes, from the start of an even group: a pair is 2 gs
- * bytes, and a group's consecutive blocks are 2 bb apart. */
+/* Whether a pair's groups are interleaved block by block, for blocks of bb bytes (one block
+ * of each of a group's 8 rows): the 32-element formats' (at most 272 bytes). */
+static inline bool wk_repacked_paired(size_t bb) { return bb <= 512; }
+
+/* The offset of block b of group g in a repacked weight whose groups are gs bytes and whose
+ * blocks bb, from the start of an even group. */
 static inline size_t wk_repacked_at(int64_t g, int64_t b, size_t gs, size_t bb)
 {
-    return (size_t)(g >> 1) * 2 * gs + (size_t)(2 * b + (g & 1)) * bb;
+    return wk_repacked_paired(bb) ? (size_t)(g >> 1) * 2 * gs + (size_t)(2 * b + (g & 1)) * bb
+                                  : (size_t)g * gs + (size_t)b * bb;
 }
+
+/* The distance between a group's consecutive blocks. */
+static inline size_t wk_repacked_step(size_t bb) { return wk_repacked_paired(bb) ? 2 * bb : bb; }
 
 /* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of 16 and
  * w the start of a pair. NULL when the type has none. */
@@ -77,8 +87,8 @@ typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *
                            const void *aux, bool first, float *y, size_t ldy);
 
 /* The ng groups (an even number) of a row tile, S side by side: tiles[l] takes S = 2^l
- * groups (NULL: none). Each pair of groups is one memory stream, and on processors where
- * one stream per core reads well below the memory's bandwidth (the Xeon test host: 22
+ * groups (NULL: none). Each pair of groups is one memory stream (two in the K formats), and
+ * on processors where one stream per core reads well below the memory's bandwidth (the Xeon test host: 22
  * against 30 GB/s on 2 cores, src/cpu/bandwidth.c), reading several at once is what
  * reaches it (wk_cpu_streams_log2). The largest S up to 2^most that fits the groups left is
  * taken, so a tile of S > 1 starts on an even group; each column's operations do not

@@ -58,7 +58,7 @@ WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m2
 WK_INLINE const uint8_t *wk_exact_block(wk_type t, const uint8_t *wg, int64_t b, size_t blk_bytes, __m256i w[8],
                                         __m256i sg[8])
 {
-    const uint8_t *blk = wg + wk_repacked_at(0, b, 0, 8 * blk_bytes);
+    const uint8_t *blk = wg + (size_t)b * wk_repacked_step(8 * blk_bytes);
     wk_prefetch_block(blk, 3 * 64); /* three lines, WK_PF_AHEAD ahead */
     wk_decode_block(t, blk, w, sg);
     return blk;

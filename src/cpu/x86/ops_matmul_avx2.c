@@ -245,7 +245,7 @@ static void wk_q4_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
     for (int64_t r = 0; r < nr; r++) acc[r] = accm[r] = _mm256_setzero_ps();
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wg + wk_repacked_at(0, b, 0, 8 * sizeof(wk_block_q4_K));
+        const uint8_t *blk = wg + (size_t)b * wk_repacked_step(8 * sizeof(wk_block_q4_K));
         int16_t sc[64], mn[64];
         wk_k4x8_decode(blk + 32, sc);
         wk_k4x8_decode(blk + 80, mn);
@@ -284,7 +284,7 @@ static void wk_q6_Kx8_rows(int64_t nb, const uint8_t *wg, const wk_block_q8_K *x
     for (int64_t r = 0; r < nr; r++)
         for (int l = 0; l < 8; l++) acc[r][l] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
-        const uint8_t *blk = wg + wk_repacked_at(0, b, 0, 8 * sizeof(wk_block_q6_K));
+        const uint8_t *blk = wg + (size_t)b * wk_repacked_step(8 * sizeof(wk_block_q6_K));
         int16_t sc[128];
         for (int i = 0; i < 128; i++) sc[i] = (int8_t)blk[16 + i]; /* [group g][column c] */
         __m256i sc32[16];

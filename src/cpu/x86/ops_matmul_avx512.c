@@ -107,16 +107,16 @@ WK_INLINE void wk512_tile(wk_type t, const int R, const wk512_block *dec, int64_
  * inlined into one loop nest, GCC kept the decoding's constants in registers and spilled an
  * accumulator or a scale of the row tiles (Q4_0: 0.85 ms against Q8_0's 0.68, one thread). */
 typedef struct {
-    void (*decode)(const uint8_t *wa, size_t gb, int64_t nbc, wk512_block *dec);
+    void (*decode)(const uint8_t *wa, const uint8_t *wb, size_t gb, int64_t nbc, wk512_block *dec);
     void (*rows)(const wk512_block *dec, int64_t kc0, int64_t nbc, int64_t nb, const char *x, size_t x_stride,
                  const wk_exact_xprep *prep, int64_t r0, int64_t rn, __m512 (*hold)[9], float *y, size_t ldy);
 } wk512_fns;
 
 #define WK512_FNS(T, SUF)                                                                                      \
-    static __attribute__((noinline)) void wk512_decode_##SUF(const uint8_t *wa, size_t gb, int64_t nbc,       \
-                                                             wk512_block *dec)                                 \
+    static __attribute__((noinline)) void wk512_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t gb,  \
+                                                             int64_t nbc, wk512_block *dec)                    \
     {                                                                                                          \
-        wk512_decode_chunk(T, wa, gb, nbc, dec);                                                           \
+        wk512_decode_chunk(T, wa, wb, gb, nbc, dec);                                                           \
     }                                                                                                          \
     static __attribute__((noinline)) void wk512_rows_##SUF(                                                    \
         const wk512_block *dec, int64_t kc0, int64_t nbc, int64_t nb, const char *x, size_t x_stride,          \
@@ -144,12 +144,12 @@ static void wk512_pairs(const wk512_fns *f, wk_type t, int64_t k, const void *w,
     /* k within one chunk: every row in one pass, nothing held between chunks */
     const int64_t pass = G.nb <= WK512_KC ? m : WK512_RB;
     for (int64_t g = g0; g < g1; g += 2) {
-        const uint8_t *wa = (const uint8_t *)w + wk_repacked_at(g, 0, G.group_bytes, gb);
         for (int64_t r0 = 0; r0 < m; r0 += pass) {
             const int64_t rn = m - r0 < pass ? m - r0 : pass;
             for (int64_t kc0 = 0; kc0 < G.nb; kc0 += WK512_KC) {
                 const int64_t nbc = G.nb - kc0 < WK512_KC ? G.nb - kc0 : WK512_KC;
-                f->decode(wa + wk_repacked_at(0, kc0, G.group_bytes, gb), gb, nbc, dec);
+                f->decode((const uint8_t *)w + wk_repacked_at(g, kc0, G.group_bytes, gb),
+                          (const uint8_t *)w + wk_repacked_at(g + 1, kc0, G.group_bytes, gb), gb, nbc, dec);
                 f->rows(dec, kc0, nbc, G.nb, x, x_stride, prep, r0, rn, hold, y + 8 * g, ldy);
             }
         }

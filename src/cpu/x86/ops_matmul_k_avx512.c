@@ -210,13 +210,14 @@ WK_INLINE void wk512k_tile(wk_type t, const int R, const void *dec, int64_t kc0,
  * together, the decoding's constants took registers and the Q6_K tiles spilled). Rows a
  * tile: Q4_K 4, Q6_K 2 (two products a step, more registers). */
 #define WK512K_FNS(T, SUF, DEC, BLK, R)                                                                         \
-    static __attribute__((noinline)) void wk512k_decode_##SUF(const uint8_t *wa, size_t sb, int64_t nbc,       \
-                                                              void *dec)                                        \
+    static __attribute__((noinline)) void wk512k_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t sb,  \
+                                                              int64_t nbc, void *dec)                           \
     {                                                                                                           \
-        for (int64_t b = 0; b < nbc; b++) { /* a pair's blocks b, side by side (repack.h) */                   \
-            const uint8_t *pb = wa + 2 * (size_t)b * sb;                                                        \
-            wk_prefetch_block(pb, 2 * sb);                                                                      \
-            DEC(pb, pb + sb, (BLK *)dec + b);                                                                   \
+        const size_t step = wk_repacked_step(sb);                                                               \
+        for (int64_t b = 0; b < nbc; b++) {                                                                     \
+            wk_prefetch_block(wa + (size_t)b * step, sb);                                                       \
+            wk_prefetch_block(wb + (size_t)b * step, sb);                                                       \
+            DEC(wa + (size_t)b * step, wb + (size_t)b * step, (BLK *)dec + b);                                  \
         }                                                                                                       \
     }                                                                                                           \
     static __attribute__((noinline)) void wk512k_rows_##SUF(const void *dec, int64_t kc0, int64_t nbc, int64_t nb, \
@@ -246,14 +247,14 @@ static void wk512k_pairs(wk_type t, int64_t k, const void *w, int64_t g0, int64_
     alignas(64) __m512 hold[WK512K_RB][8];
     const int64_t pass = nb <= WK512K_KC ? m : WK512K_RB; /* a multiple of 4 */
     for (int64_t g = g0; g < g1; g += 2) {
-        const uint8_t *wa = (const uint8_t *)w + wk_repacked_at(g, 0, group_bytes, sb);
         for (int64_t r0 = 0; r0 < m; r0 += pass) {
             const int64_t rn = m - r0 < pass ? m - r0 : pass;
             for (int64_t kc0 = 0; kc0 < nb; kc0 += WK512K_KC) {
                 const int64_t nbc = nb - kc0 < WK512K_KC ? nb - kc0 : WK512K_KC;
-                const uint8_t *ca = wa + wk_repacked_at(0, kc0, group_bytes, sb);
-                if (q4) wk512k_decode_q4k(ca, sb, nbc, &dec);
-                else wk512k_decode_q6k(ca, sb, nbc, &dec);
+                const uint8_t *ca = (const uint8_t *)w + wk_repacked_at(g, kc0, group_bytes, sb);
+                const uint8_t *cb = (const uint8_t *)w + wk_repacked_at(g + 1, kc0, group_bytes, sb);
+                if (q4) wk512k_decode_q4k(ca, cb, sb, nbc, &dec);
+                else wk512k_decode_q6k(ca, cb, sb, nbc, &dec);
                 if (q4) wk512k_rows_q4k(&dec, kc0, nbc, nb, x, x_stride, r0, rn, n_pairs, hold, y + 8 * g, ldy);
                 else wk512k_rows_q6k(&dec, kc0, nbc, nb, x, x_stride, r0, rn, n_pairs, hold, y + 8 * g, ldy);
             }

@@ -69,10 +69,10 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
 }
 
 /* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes each) prefetches a
- * pair's stream (its blocks 2 bb apart, repack.h): WK_PF_AHEAD, but a pair's last blocks the
- * same stream of the next S groups (past S / 2 - 1 pairs), not the next pair's start, which
- * its own stream has read already (one pair, or a group of one: the next tile's start is
- * where the stream goes on). The K
+ * stream (a pair's, or in the K formats a group's: repack.h): WK_PF_AHEAD, but a stream's
+ * last blocks the same stream of the next tile (past the tile's other streams), not the
+ * next stream's start, which its own stream has read already (a tile of one stream goes on
+ * into the next tile). The K
  * types' groups are short (Q2_K: 10.5 KiB at k = 4096, Q6_K 26 KiB), and their first 2 KiB
  * were read with no prefetch ahead: at one row from memory this took 0.90 of the time for
  * Q2_K. Every pair tile takes it (Q4_K m = 1 from memory, Zen 5, 2 threads: 84-87% -> 86-89%
@@ -80,8 +80,8 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * formats unchanged). */
 WK_INLINE size_t wk_stream_ahead(int64_t b, int64_t nb, int S, size_t gs, size_t bb)
 {
-    return S <= 2 || 2 * (size_t)b * bb + WK_PF_AHEAD < 2 * (size_t)nb * bb ? WK_PF_AHEAD
-                                                                           : WK_PF_AHEAD + (size_t)(S - 2) * gs;
+    const size_t step = wk_repacked_step(bb), past = wk_repacked_paired(bb) ? (size_t)S - 2 : (size_t)S - 1;
+    return S <= 1 || (size_t)b * step + WK_PF_AHEAD < (size_t)nb * step ? WK_PF_AHEAD : WK_PF_AHEAD + past * gs;
 }
 
 /* One super-block of the groups at b0 and b1 (b1 == b0 for a lone group) for R rows. */
@@ -150,7 +150,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
-            const uint8_t *b1 = (S) == 1 ? b0 : b0 + 8 * (BB);                                     \
+            const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
             if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }                                                                                          \
@@ -435,16 +435,15 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
             const int P = ng - g >= 4 ? 2 : 1, n = 2 * P;
             memset(acc, 0, sizeof(float) * 32 * (size_t)rb);
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *p0 = wb + wk_repacked_at(g, b, gs, bb);
-                /* the next super-block of these pairs, or the first of the next ones */
-                const uint8_t *nx = b + 1 < nb ? p0 + 2 * bb : g + n < ng ? wb + wk_repacked_at(g + n, 0, gs, bb) : NULL;
-                if (nx)
-                    for (int j = 0; j < P; j++)
-                        for (size_t off = 0; off < 2 * bb; off += 64)
-                            _mm_prefetch((const char *)nx + 2 * j * gs + off, _MM_HINT_T0);
-                wk_q2z_decode(p0, p0 + bb, &u[0]);
+                /* the next super-block of these groups, or the first of the next ones */
+                const int64_t gx = b + 1 < nb ? g : g + n, bx = b + 1 < nb ? b + 1 : 0;
+                if (gx < ng)
+                    for (int j = 0; j < n; j++)
+                        for (size_t off = 0; off < bb; off += 64)
+                            _mm_prefetch((const char *)wb + wk_repacked_at(gx + j, bx, gs, bb) + off, _MM_HINT_T0);
+                wk_q2z_decode(wb + wk_repacked_at(g, b, gs, bb), wb + wk_repacked_at(g + 1, b, gs, bb), &u[0]);
                 if (P == 2) {
-                    wk_q2z_decode(p0 + 2 * gs, p0 + 2 * gs + bb, &u[1]);
+                    wk_q2z_decode(wb + wk_repacked_at(g + 2, b, gs, bb), wb + wk_repacked_at(g + 3, b, gs, bb), &u[1]);
                     wk_q2z_all_rows(2, u, xr, xs, b, rb, acc);
                 } else {
                     wk_q2z_all_rows(1, u, xr, xs, b, rb, acc);

@@ -471,7 +471,7 @@ WK_INLINE void wk_decode_unit(const int kind, const uint8_t *wu, size_t gbb, int
 {
     if (wk_is_k(kind)) wk_decode_k(kind, wu, u);
     else
-        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + wk_repacked_at(0, j, 0, gbb), j, u);
+        for (int j = 0; j < nbu; j++) wk_decode_legacy(kind, wu + j * wk_repacked_step(gbb), j, u);
 }
 
 #ifndef WK_PF_STEPS
@@ -517,20 +517,22 @@ WK_INLINE void wk_rows_gemm(const int kind, int64_t k, int64_t nr, int64_t nc, c
                 for (int64_t g = g0, pair; g < g0 + gn; g += 1 + pair) {
                     pair = g + 1 < g0 + gn && wk_pairs_groups(kind);
                     const uint8_t *wu = w + wk_repacked_at(g, b0, 8 * ws, gbb);
-                    /* the units decoded WK_PF_STEPS steps later: of this unit or the next; a
-                     * pair's units are one stretch, asked for with its first group */
+                    /* the units decoded WK_PF_STEPS steps later: of this unit or the next (a
+                     * unit of a paired layout spans its partner's too, asked for with it) */
                     const int64_t step = 1 + pair;
+                    const bool paired = wk_repacked_paired(gbb);
                     for (int64_t q = g + WK_PF_STEPS * step; q < g + (WK_PF_STEPS + 1) * step; q++) {
-                        if (q & 1) continue;
-                        if (q < g0 + gn) wk_prefetch_unit(w + wk_repacked_at(q, b0, 8 * ws, gbb), 2 * gbb * (size_t)nbu);
+                        if (paired && (q & 1)) continue;
+                        const size_t span = (paired ? 2 : 1) * gbb;
+                        if (q < g0 + gn) wk_prefetch_unit(w + wk_repacked_at(q, b0, 8 * ws, gbb), span * (size_t)nbu);
                         else if (b0 + unit_blocks < nb && q - gn < g0 + gn)
                             wk_prefetch_unit(w + wk_repacked_at(q - gn, b0 + unit_blocks, 8 * ws, gbb),
-                                             2 * gbb * (size_t)unit_blocks);
+                                             span * (size_t)unit_blocks);
                     }
                     wk_decode_unit(kind, wu, gbb, nbu, &u[0]);
                     float *ag = acc + 8 * (g - g0);
-                    if (pair) { /* g is even: its partner's blocks follow each of its own */
-                        wk_decode_unit(kind, wu + gbb, gbb, nbu, &u[1]);
+                    if (pair) {
+                        wk_decode_unit(kind, w + wk_repacked_at(g + 1, b0, 8 * ws, gbb), gbb, nbu, &u[1]);
                         wk_unit_all_rows(kind, 2, u, nbu, xu, xs, act, ag, rb);
                     } else {
                         wk_unit_all_rows(kind, 1, u, nbu, xu, xs, act, ag, rb);

@@ -58,10 +58,10 @@ WK_INLINE void wk512r_rows(wk_type t, const int R, const wk512_block *dec, int64
 /* Per type: decoding a chunk, and the passes of rows over it, each a function of its own
  * (inlined together, the decoding's constants would take the rows' registers). */
 #define WK512R_FNS(T, SUF)                                                                                   \
-    static __attribute__((noinline)) void wk512r_decode_##SUF(const uint8_t *wa, size_t gb, int64_t nbc,    \
-                                                              wk512_block *dec)                              \
+    static __attribute__((noinline)) void wk512r_decode_##SUF(const uint8_t *wa, const uint8_t *wb, size_t gb, \
+                                                              int64_t nbc, wk512_block *dec)                 \
     {                                                                                                        \
-        wk512_decode_chunk(T, wa, gb, nbc, dec);                                                         \
+        wk512_decode_chunk(T, wa, wb, gb, nbc, dec);                                                         \
     }                                                                                                        \
     static __attribute__((noinline)) void wk512r_passes_##SUF(const wk512_block *dec, int64_t kc0, int64_t nbc, \
                                                               int64_t nb, int64_t nr, const char *x, size_t xs, \
@@ -84,7 +84,7 @@ WK512R_FNS(WK_TYPE_Q5_1, q5_1)
 int64_t wk_avx512_rows_gemm(wk_type t, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,
                             size_t xs, float *y, size_t ldy)
 {
-    void (*decode)(const uint8_t *, size_t, int64_t, wk512_block *);
+    void (*decode)(const uint8_t *, const uint8_t *, size_t, int64_t, wk512_block *);
     void (*passes)(const wk512_block *, int64_t, int64_t, int64_t, int64_t, const char *, size_t, const int32_t *,
                    float *, size_t);
     switch (t) {
@@ -117,10 +117,10 @@ int64_t wk_avx512_rows_gemm(wk_type t, int64_t k, int64_t nr, int64_t nc, const 
                     off[r * nb + b] = -128 * ((int32_t)(_mm_cvtsi128_si64(h) + _mm_extract_epi64(h, 1)) - 4096);
                 }
         for (int64_t p = 0; p < pairs; p++) {
-            const uint8_t *wp = (const uint8_t *)w + wk_repacked_at(2 * p, 0, 8 * ws, gb);
             for (int64_t kc0 = 0; kc0 < nb; kc0 += WK512R_KC) {
                 const int64_t nbc = nb - kc0 < WK512R_KC ? nb - kc0 : WK512R_KC;
-                decode(wp + wk_repacked_at(0, kc0, 8 * ws, gb), gb, nbc, dec);
+                decode((const uint8_t *)w + wk_repacked_at(2 * p, kc0, 8 * ws, gb),
+                       (const uint8_t *)w + wk_repacked_at(2 * p + 1, kc0, 8 * ws, gb), gb, nbc, dec);
                 passes(dec, kc0, nbc, nb, rn, xr, xs, off, y + (size_t)r0 * ldy + 16 * p, ldy);
             }
         }

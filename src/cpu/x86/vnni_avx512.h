@@ -92,16 +92,17 @@ static inline __attribute__((always_inline)) void wk512_decode(wk_type t, const 
     }
 }
 
-/* nbc blocks of a pair of groups from wa, its first group's block (gb bytes a block of one
- * group; the second group's follows, repack.h), each pair of blocks prefetched WK_PF_AHEAD
- * ahead and decoded into dec: the chunk that the many-row kernels reuse. */
-static inline __attribute__((always_inline)) void wk512_decode_chunk(wk_type t, const uint8_t *wa, size_t gb,
-                                                                     int64_t nbc, wk512_block *dec)
+/* nbc blocks of the groups from wa and wb (gb bytes a block of one group, the next
+ * wk_repacked_step(gb) on), each prefetched WK_PF_AHEAD ahead and decoded into dec: the
+ * chunk that the many-row kernels reuse. */
+static inline __attribute__((always_inline)) void wk512_decode_chunk(wk_type t, const uint8_t *wa, const uint8_t *wb,
+                                                                     size_t gb, int64_t nbc, wk512_block *dec)
 {
+    const size_t step = wk_repacked_step(gb);
     for (int64_t b = 0; b < nbc; b++) {
-        const uint8_t *pb = wa + 2 * (size_t)b * gb;
-        wk_prefetch_block(pb, 2 * gb);
-        wk512_decode(t, pb, pb + gb, dec + b);
+        wk_prefetch_block(wa + (size_t)b * step, gb);
+        wk_prefetch_block(wb + (size_t)b * step, gb);
+        wk512_decode(t, wa + (size_t)b * step, wb + (size_t)b * step, dec + b);
     }
 }
 
