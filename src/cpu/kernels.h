@@ -30,7 +30,7 @@ typedef enum wk_isa { WK_ISA_SCALAR = 0, WK_ISA_AVX2, WK_ISA_AVX512 } wk_isa;
 /* The best instruction set this processor has (WICK_CPU_ISA=scalar|avx2|avx512 lowers it). */
 wk_isa wk_cpu_isa(void);
 const char *wk_isa_name(wk_isa isa);
-/* log2 of the most weight groups a one-row tile reads side by side (wk_tile_groups): 2 on
+/* log2 of the most weight groups a one-row tile reads side by side (wk_tile_groups): 1 on
  * AMD processors, 3 elsewhere; WICK_CPU_STREAMS=1|2|4|8 sets the count (read once). */
 int wk_cpu_streams_log2(void);
 void wk_cpu_set_streams_log2(int l); /* for tests: results must not depend on it */

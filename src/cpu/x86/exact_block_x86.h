@@ -51,15 +51,15 @@ WK_INLINE void wk_decode_block(wk_type t, const uint8_t *blk, __m256i w[8], __m2
     }
 }
 
-/* Block b of a group (8 columns' blocks of blk_bytes each): the bytes 2 KiB ahead of it
+/* Block b of a group (8 columns' blocks of blk_bytes each): pf bytes 2 KiB ahead of it
  * prefetched, then decoded; returns where it lies (its scales lead it). A lane l's
  * activation bytes are 4l..4l+3 of the block for every format here: elements 4l.. for Q8_0,
  * the low nibbles' 4s.. and the high nibbles' 16 + 4s.. for the 4- and 5-bit formats. */
-WK_INLINE const uint8_t *wk_exact_block(wk_type t, const uint8_t *wg, int64_t b, size_t blk_bytes, __m256i w[8],
-                                        __m256i sg[8])
+WK_INLINE const uint8_t *wk_exact_block(wk_type t, const uint8_t *wg, int64_t b, size_t blk_bytes, size_t pf,
+                                        __m256i w[8], __m256i sg[8])
 {
     const uint8_t *blk = wg + (size_t)b * wk_repacked_step(8 * blk_bytes);
-    wk_prefetch_block(blk, 3 * 64); /* three lines, WK_PF_AHEAD ahead */
+    wk_prefetch_block(blk, pf);
     wk_decode_block(t, blk, w, sg);
     return blk;
 }
