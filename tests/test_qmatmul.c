@@ -118,6 +118,8 @@ static void test_forms_against_reference(void)
     const wk_form forms[] = {WK_FORM_QUANTIZED, WK_FORM_PRECISE, WK_FORM_F32, WK_FORM_F16};
     for (size_t i = 0; i < N_TYPES; i++)
         for (size_t f = 0; f < 4; f++) check_type_form(e, all_types[i], forms[f], 37, 512);
+    /* 27 rows: one repacked pair of groups, then a group of 8 and 3 rows in the file's layout */
+    for (size_t i = 0; i < N_TYPES; i++) check_type_form(e, all_types[i], WK_FORM_QUANTIZED, 27, 256);
     wk_engine_free(e);
 }
 

@@ -46,9 +46,9 @@ wk_isa wk_cpu_isa(void)
  * formats, per group in the K formats (repack.h). The Xeon test host needs 8 groups side by
  * side to reach its bandwidth from 2 cores (src/cpu/bandwidth.c; cpu-streams-s21.txt, where
  * 4 took 0.93-1.06 of 8's time). The Zen 5 machine reads best with one stream a core: 2
- * groups (one pair, one stream) took 0.90-0.97 of 4's time at one row from memory for the
- * 32-element formats, and the K formats were as fast with 2 as with 4 (session 27,
- * bench/results/cpu-pairs-s27-zen5.txt). */
+ * groups (one pair, one stream) took 0.89-1.01 of 4's time at one row from memory for the
+ * 32-element formats in rounds that met the same bandwidth state, and the K formats were
+ * about as fast with 2 as with 4 (session 27, bench/results/cpu-pairs-s27-zen5.txt). */
 static int wk_detect_streams_log2(void)
 {
 #if defined(WICK_HAVE_X86) && defined(__GNUC__)
