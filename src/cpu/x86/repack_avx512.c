@@ -15,7 +15,6 @@
 
 #include "cpu/kernels.h"
 #include "cpu/repack.h"
-#include "cpu/x86/k4x8_avx2.h"
 #include "cpu/x86/tiles_x86.h"
 #include "cpu/x86/repack_rows_avx512.h"
 #include "cpu/x86/vnni_avx512.h"
@@ -590,15 +589,38 @@ static void wk_vnni_packed_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w
 
 /* ---- Q4_Kx8 in 512-bit registers, two column groups per register: the 256-bit tile's sums
  * (two of 4 steps per 32-element sub-block, each times its scale by one dpwssd), both groups'
- * scales and mins decoded into one table each ---- */
+ * scales and mins decoded in registers, 512 bits at a time ---- */
+/* The 64 six-bit values of both groups' encodings at ea and eb (wk_k4x8_encode): lo holds
+ * values 0-31 (sub-blocks 0-3, index 8 j + c) of ea's group in its low 256 bits and of eb's in
+ * its high 256, hi values 32-63: wk_k4x8_decode (k4x8_avx2.h), both groups at once. */
+WK_INLINE void wk512_k4x8_decode(const uint8_t *ea, const uint8_t *eb, __m512i *lo, __m512i *hi)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m3 = _mm512_set1_epi8(3);
+    const __m512i a = wk512_pair(ea, eb);
+    const __m512i b = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(ea + 32)))),
+                                         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(eb + 32))), 1);
+    const __m512i hl = _mm512_and_si512(_mm512_srlv_epi32(b, _mm512_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2, 0, 0, 0, 0, 2, 2, 2, 2)), m3);
+    const __m512i hh = _mm512_and_si512(_mm512_srlv_epi32(b, _mm512_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6, 4, 4, 4, 4, 6, 6, 6, 6)), m3);
+    *lo = _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_slli_epi16(hl, 4));
+    *hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m4), _mm512_slli_epi16(hh, 4));
+}
+
+/* Sub-block j's 8 values of each group (from wk512_k4x8_decode's lo for j < 4, hi for
+ * j >= 4) as 16 int32 lanes, zero high halves: the dpwssd operand of the scales. */
+WK_INLINE __m512i wk512_k4x8_sub(__m512i v, int j)
+{
+    const __m512i q = _mm512_permutexvar_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 4 + j % 4, j % 4), v);
+    return _mm512_cvtepu8_epi32(_mm512_castsi512_si128(q));
+}
+
 WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
     (void)nb, (void)aux;
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    uint8_t sc[2][64], mn[2][64];
-    wk_k4x8_decode(b0 + 32, sc[0]), wk_k4x8_decode(b1 + 32, sc[1]);
-    wk_k4x8_decode(b0 + 80, mn[0]), wk_k4x8_decode(b1 + 80, mn[1]);
+    __m512i slo4, shi4, mlo4, mhi4; /* scales and mins of sub-blocks 0-3 and 4-7 */
+    wk512_k4x8_decode(b0 + 32, b1 + 32, &slo4, &shi4);
+    wk512_k4x8_decode(b0 + 80, b1 + 80, &mlo4, &mhi4);
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4], msum[4];
     for (int r = 0; r < R; r++) {
@@ -608,10 +630,8 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
     }
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
-        const __m512i slo = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p)),
-                                                                    _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p))));
-        const __m512i shi = _mm512_cvtepu8_epi32(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(sc[0] + 16 * p + 8)),
-                                                                    _mm_loadl_epi64((const __m128i *)(sc[1] + 16 * p + 8))));
+        const __m512i sv = p < 2 ? slo4 : shi4;
+        const __m512i slo = wk512_k4x8_sub(sv, 2 * p), shi = wk512_k4x8_sub(sv, 2 * p + 1);
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
@@ -631,18 +651,22 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
                 ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
         }
     }
-    for (int q = 0; q < 4; q++) { /* mins of sub-blocks 2q, 2q + 1 as an int16 pair */
-        __m256i m0 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn[0] + 16 * q)),
-                                                            _mm_loadl_epi64((const __m128i *)(mn[0] + 16 * q + 8))));
-        __m256i m1 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(mn[1] + 16 * q)),
-                                                            _mm_loadl_epi64((const __m128i *)(mn[1] + 16 * q + 8))));
-        const __m512i mnp = _mm512_inserti64x4(_mm512_castsi256_si512(m0), m1, 1);
-        for (int r = 0; r < R; r++) {
-            int bs0 = xb[r]->bsums[4 * q] + xb[r]->bsums[4 * q + 1];
-            int bs1 = xb[r]->bsums[4 * q + 2] + xb[r]->bsums[4 * q + 3];
-            __m512i bp = _mm512_set1_epi32((int)(((uint32_t)bs0 & 0xffffu) | ((uint32_t)bs1 << 16)));
-            msum[r] = _mm512_dpwssd_epi32(msum[r], mnp, bp);
-        }
+    /* the mins of sub-blocks 2q, 2q + 1 as an int16 pair a column: within each 128-bit lane
+     * (2q's 8 bytes, then 2q + 1's) interleaved, then group b0's lane and b1's widened */
+    const __m512i inter = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+    const __m512i mlo = _mm512_shuffle_epi8(mlo4, inter), mhi = _mm512_shuffle_epi8(mhi4, inter);
+    __m512i mnp[4];
+    mnp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x08)));
+    mnp[1] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x0d)));
+    mnp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x08)));
+    mnp[3] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x0d)));
+    for (int r = 0; r < R; r++) {
+        /* the row's block sums of sub-blocks 2q and 2q + 1 (16-element sums added in pairs),
+         * as the int16 pair of dword q' = 0, 1, 4, 5 */
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
+        const __m512i pk = _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
+        for (int q = 0; q < 4; q++)
+            msum[r] = _mm512_dpwssd_epi32(msum[r], mnp[q], _mm512_permutexvar_epi32(_mm512_set1_epi32(q < 2 ? q : q + 2), pk));
     }
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
