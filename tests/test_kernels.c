@@ -284,6 +284,15 @@ static void test_repacked_streams(wk_isa isa)
                           "repacked %s (%s), %d rows: %d groups side by side differ from 8",
                           wk_type_name(t), wk_isa_name(isa), nr, 1 << l);
             }
+            /* the kernel for weights read from memory (one group at a time at one row) */
+            wk_gemm_fn streamed = wk_cpu_repacked_gemm_streamed(t, isa);
+            if (streamed) {
+                memset(y, 0xff, sizeof y);
+                streamed(k, nr, NC, cs.wp, cs.ws, cs.xq, cs.xs, y, NC);
+                CHECK_MSG(memcmp(y, ref, sizeof(float) * nr * NC) == 0,
+                          "repacked %s (%s), %d rows: the kernel for weights from memory differs", wk_type_name(t),
+                          wk_isa_name(isa), nr);
+            }
         }
         repacked_case_free(&cs);
     }

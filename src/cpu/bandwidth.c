@@ -54,15 +54,19 @@ static double wk_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-size_t wk_cpu_uncached_bytes(void)
+size_t wk_cpu_llc_bytes(void)
 {
     long llc = 0;
 #if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
     llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    size_t least = (size_t)384 << 20;
-    size_t want = llc > 0 ? 4 * (size_t)llc : 0;
+    return llc > 0 ? (size_t)llc : (size_t)32 << 20;
+}
+
+size_t wk_cpu_uncached_bytes(void)
+{
+    size_t least = (size_t)384 << 20, want = 4 * wk_cpu_llc_bytes();
     return want > least ? want : least;
 }
 

@@ -6,6 +6,9 @@
 
 #include "wick/tensor.h"
 
+/* The last-level cache's bytes (the L3's, else the L2's; 32 MiB when the system does not say). */
+size_t wk_cpu_llc_bytes(void);
+
 /* Bytes that a benchmark's working set needs so that its reads come from memory: four
  * times the last-level cache, at least 384 MiB. */
 size_t wk_cpu_uncached_bytes(void);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cpu/bandwidth.h"
 
 #if defined(WICK_HAVE_OPENBLAS)
 #include <cblas.h>
@@ -81,6 +82,8 @@ wk_status wk_cpu_engine_create(int n_threads, wk_engine **out)
         return st;
     }
     ce->isa = wk_cpu_isa();
+    atomic_init(&ce->repacked_bytes, 0);
+    ce->llc_bytes = wk_cpu_llc_bytes();
     ce->base.ops = &wk_cpu_ops;
     ce->base.device = WK_DEVICE_CPU;
     ce->base.n_threads = wk_pool_threads(ce->pool);

@@ -2,6 +2,8 @@
 #ifndef WICK_CPU_ENGINE_H
 #define WICK_CPU_ENGINE_H
 
+#include <stdatomic.h>
+
 #include "cpu/kernels.h"
 #include "cpu/pool.h"
 #include "tensor/engine_impl.h"
@@ -10,6 +12,10 @@ typedef struct wk_cpu_engine {
     wk_engine base;
     wk_pool *pool;
     wk_isa isa;
+    /* Bytes of the repacked weights of the live quantized matmuls, and the last-level cache's:
+     * more of them than it holds, and each call's weights come from memory (matmul.c). */
+    atomic_size_t repacked_bytes;
+    size_t llc_bytes;
     /* Scratch reused across calls: converted and quantized activations. Grows only. */
     void *scratch;
     size_t scratch_bytes;

@@ -31,7 +31,9 @@ typedef struct wk_cpu_mm {
     wk_type act_type;            /* quantized form: the vec-dot type */
     size_t act_row_bytes;
     wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
+    wk_gemm_fn gemm_streamed;    /* the same for weights read from memory (NULL: gemm_packed) */
     int64_t n_packed;            /* leading rows repacked (a multiple of 16) */
+    size_t packed_bytes;         /* their bytes, counted in the engine's repacked_bytes */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;
@@ -129,6 +131,11 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
                 free(c);
                 return st;
             }
+            if (c->gemm_packed) {
+                c->gemm_streamed = wk_cpu_repacked_gemm_streamed(mm->w->type, ce->isa);
+                c->packed_bytes = (size_t)c->n_packed * c->w_stride;
+                atomic_fetch_add(&ce->repacked_bytes, c->packed_bytes);
+            }
         }
         mm->nbytes = mm->w->nbytes;
     }
@@ -138,9 +145,9 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
 
 void wk_cpu_qmatmul_free(wk_engine *e, wk_qmatmul *mm)
 {
-    (void)e;
     wk_cpu_mm *c = mm->impl;
     if (!c) return;
+    atomic_fetch_sub(&((wk_cpu_engine *)e)->repacked_bytes, c->packed_bytes);
     wk_host_free(c->dense, c->dense_bytes);
     free(c);
     mm->impl = NULL;
@@ -158,6 +165,7 @@ typedef struct {
     float *xf;       /* f32 rows (converted / rounded), or NULL when x is used as is */
     void *xq;        /* quantized rows, quantized form */
     bool columns;    /* run the column phase (false: only prepare rows, BLAS does the rest) */
+    wk_gemm_fn gemm_packed; /* c's gemm_packed, or gemm_streamed for weights read from memory */
     int64_t chunk;   /* columns per chunk */
     wk_rows rows;
     atomic_llong next_chunk;
@@ -209,7 +217,7 @@ static void wk_forward_worker(void *arg, int ith, int nth)
             int64_t nr = m - r0 < WK_ROW_BLOCK ? m - r0 : WK_ROW_BLOCK;
             const char *xr = (const char *)xin + (size_t)r0 * x_stride;
             float *yr = j->y + r0 * n + c0;
-            if (np) c->gemm_packed(k, nr, np, w, c->w_stride, xr, x_stride, yr, (size_t)n);
+            if (np) j->gemm_packed(k, nr, np, w, c->w_stride, xr, x_stride, yr, (size_t)n);
             if (nc > np)
                 c->gemm(k, nr, nc - np, w + (size_t)np * c->w_stride, c->w_stride, xr, x_stride,
                         yr + np, (size_t)n);
@@ -241,6 +249,10 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     j.xf = need_f32 ? (float *)scratch : NULL;
     j.xq = q_bytes ? scratch + f32_bytes : NULL;
     j.columns = !c->blas;
+    /* More repacked weight bytes live than the last-level cache holds: this call's come from
+     * memory, where some kernels read best differently (wk_cpu_repacked_gemm_streamed). */
+    const bool streamed = c->gemm_streamed && atomic_load(&ce->repacked_bytes) > ce->llc_bytes;
+    j.gemm_packed = streamed ? c->gemm_streamed : c->gemm_packed;
     /* Chunks: a multiple of WK_COL_ALIGN; several per thread for balance; for many rows
      * small enough that a chunk's weights stay in cache across the row blocks. */
     int64_t chunk = n / ((int64_t)nth * 8);

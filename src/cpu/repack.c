@@ -14,6 +14,7 @@
 #if defined(WICK_HAVE_X86)
 wk_gemm_fn wk_avx2_repacked_gemm(wk_type t);
 wk_gemm_fn wk_avx512_repacked_gemm(wk_type t);
+wk_gemm_fn wk_avx512_repacked_gemm_streamed(wk_type t);
 #endif
 
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa)
@@ -22,6 +23,16 @@ wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa)
     wk_gemm_fn g = isa >= WK_ISA_AVX512 ? wk_avx512_repacked_gemm(t) : NULL;
     if (g) return g;
     if (isa >= WK_ISA_AVX2) return wk_avx2_repacked_gemm(t);
+#else
+    (void)t, (void)isa;
+#endif
+    return NULL;
+}
+
+wk_gemm_fn wk_cpu_repacked_gemm_streamed(wk_type t, wk_isa isa)
+{
+#if defined(WICK_HAVE_X86)
+    if (isa >= WK_ISA_AVX512) return wk_avx512_repacked_gemm_streamed(t);
 #else
     (void)t, (void)isa;
 #endif

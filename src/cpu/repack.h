@@ -69,6 +69,13 @@ static inline size_t wk_repacked_step(size_t bb) { return wk_repacked_paired(bb)
  * w the start of a pair. NULL when the type has none. */
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
 
+/* The kernel of the repacked layout for weights that come from memory, where it differs from
+ * wk_cpu_repacked_gemm's (NULL: it does not). The AVX-512 Q4_K and Q6_K kernels read one
+ * group at a time at one row there: one memory stream a thread, where two groups in one
+ * register are two (Q4_K m=1 from memory on the Zen 5 development machine, 2 threads: 97%
+ * of the bandwidth read beside it against 86%; in the cache 1.3x the time). */
+wk_gemm_fn wk_cpu_repacked_gemm_streamed(wk_type t, wk_isa isa);
+
 /* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
  * becomes WK_LAYOUT_REPACKED) and return the kernel and the number of leading rows
  * repacked (a multiple of 16); otherwise *gemm = NULL and *n_packed = 0. The work is shared

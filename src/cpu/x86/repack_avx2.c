@@ -234,7 +234,7 @@ static void wk_q6_lane_offs(const int8_t *qs, int32_t *out) { wk_q6x8_lane_offs(
 static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_q6_tiles(wk_q6_Kx8_tiles, wk_q6_lane_offs, 16, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_q6_tiles(wk_q6_Kx8_tiles, wk_q6_lane_offs, 16, -1, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------

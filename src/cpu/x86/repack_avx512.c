@@ -187,7 +187,14 @@ WK_PAIR_TILES(wk_vnni_q6z, sizeof(wk_block_q6_K))
 static void wk_vnni_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, -1, k, nr, nc, w, ws, x, xs, y, ldy);
+}
+/* The same for weights read from memory: one row one group at a time (repack.h,
+ * wk_cpu_repacked_gemm_streamed). */
+static void wk_vnni_packed_q6_K_streamed(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                                         const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, 0, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q2_Kx8 in 512-bit registers, two column groups per register (as Q6_K above): per two
@@ -676,6 +683,8 @@ WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
  * of the AVX2 many-row kernel's time from 32 to 256 rows (Zen 5, one thread, [1024, 4096]
  * in cache, best of 9, three rounds), and 0.78 of their own earlier time at 4 to 16 rows. */
 WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
+/* For weights read from memory: one row one group at a time (wk_cpu_repacked_gemm_streamed). */
+WK_TILES_FN_MOST(wk_vnni_tiles_q4_K_streamed, wk_vnni_q4kz_tiles, 4, 256, false, NULL, 0)
 
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
@@ -850,6 +859,16 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
+    default: return NULL;
+    }
+}
+
+wk_gemm_fn wk_avx512_repacked_gemm_streamed(wk_type t);
+wk_gemm_fn wk_avx512_repacked_gemm_streamed(wk_type t)
+{
+    switch (t) {
+    case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K_streamed;
+    case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K_streamed;
     default: return NULL;
     }
 }

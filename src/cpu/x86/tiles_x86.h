@@ -158,10 +158,14 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
     static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_12(NAME), {NAME##_tile_3_1},            \
                                                   {NAME##_tile_4_1}};
 
-/* Row tiles of up to rt rows, each over the nc / 8 groups. sx, when given, receives the
- * tile's rows' block sums (nb per row; a block's 32 quants at qs_off in xb_bytes), made by
- * bsum, for the types whose offset meets them. */
-WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int64_t nb, int16_t *sx,
+/* The groups a tile of R rows reads side by side, log2: most1 for one row when it is not
+ * negative, else the processor's (wk_cpu_streams_log2). */
+WK_INLINE int wk_tile_most(int R, int most1) { return R == 1 && most1 >= 0 ? most1 : wk_cpu_streams_log2(); }
+
+/* Row tiles of up to rt rows, each over the nc / 8 groups, one-row tiles most1 groups side
+ * by side (wk_tile_most). sx, when given, receives the tile's rows' block sums (nb per row; a
+ * block's 32 quants at qs_off in xb_bytes), made by bsum, for the types whose offset meets them. */
+WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int most1, int64_t nb, int16_t *sx,
                             int16_t (*bsum)(const int8_t *), size_t xb_bytes, size_t qs_off,
                             int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,
                             size_t xs, float *y, size_t ldy)
@@ -173,20 +177,23 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int64_t nb, in
             for (int64_t r = 0; r < rr; r++)
                 for (int64_t b = 0; b < nb; b++)
                     sx[r * nb + b] = bsum((const int8_t *)(xr + r * xs + b * xb_bytes + qs_off));
-        wk_tile_groups(tiles[rr - 1], nc / 8, nb, w, 8 * ws, 8 * ws / nb, xr, xs, sx, true, y + r0 * ldy, ldy);
+        wk_tile_groups_upto(wk_tile_most((int)rr, most1), tiles[rr - 1], nc / 8, nb, w, 8 * ws, 8 * ws / nb, xr, xs,
+                            sx, true, y + r0 * ldy, ldy);
     }
 }
 
-/* FN (a wk_gemm_fn): TILES in row tiles of up to RT rows over blocks of BS; with SX, the
- * block sums of the rows' Q8_0 blocks, by BSUM, for the types with an offset. */
-#define WK_TILES_FN(FN, TILES, RT, BS, SX, BSUM)                                                   \
+/* FN (a wk_gemm_fn): TILES in row tiles of up to RT rows over blocks of BS, one-row tiles
+ * MOST1 groups side by side (wk_tile_most); with SX, the block sums of the rows' Q8_0 blocks,
+ * by BSUM, for the types with an offset. WK_TILES_FN: the processor's choice. */
+#define WK_TILES_FN_MOST(FN, TILES, RT, BS, SX, BSUM, MOST1)                                       \
     static void FN(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,     \
                    size_t xs, float *y, size_t ldy)                                                \
     {                                                                                              \
         int16_t sx[(SX) ? (RT) * (k / (BS)) : 1];                                                  \
-        wk_run_tiles(TILES, RT, k / (BS), (SX) ? sx : NULL, BSUM, sizeof(wk_block_q8_0), 2, nr,   \
-                     nc, w, ws, x, xs, y, ldy);                                                    \
+        wk_run_tiles(TILES, RT, MOST1, k / (BS), (SX) ? sx : NULL, BSUM, sizeof(wk_block_q8_0), 2, \
+                     nr, nc, w, ws, x, xs, y, ldy);                                                \
     }
+#define WK_TILES_FN(FN, TILES, RT, BS, SX, BSUM) WK_TILES_FN_MOST(FN, TILES, RT, BS, SX, BSUM, -1)
 
 /* The 4-bit codes of step s of a Q4_1/Q5_0/Q5_1 block (qs at QOFF), and with Q5 the fifth
  * bits of the plane at MOFF: elements 4s.. of the low nibbles (lo), 16 + 4s.. (hi). */
@@ -205,10 +212,11 @@ WK_INLINE void wk_leg_codes(const uint8_t *blk, int qoff, int moff, bool q5, int
 
 /* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: NLO int32 per
  * super-block and row, 16 for the AVX2 tiles and 32 for the AVX-512 ones, made once per span
- * of WK_Q6_SPAN super-blocks for all the column groups; a later span adds to y). */
+ * of WK_Q6_SPAN super-blocks for all the column groups; a later span adds to y); one-row
+ * tiles most1 groups side by side (wk_tile_most). */
 #define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once */
 WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(const int8_t *, int32_t *),
-                               const int nlo, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const int nlo, int most1, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
@@ -223,8 +231,9 @@ WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(c
                     lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
                               lo + (r * WK_Q6_SPAN + b) * nlo);
             const size_t bb = 8 * sizeof(wk_block_q6_K);
-            wk_tile_groups(tiles[R - 1], nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws,
-                           bb, xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
+            wk_tile_groups_upto(wk_tile_most(R, most1), tiles[R - 1], nc / 8, sb,
+                                (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws, bb,
+                                xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
     }
 }
