@@ -48,11 +48,16 @@
 #include "cpu/pool.h"
 
 #define WK_REPACK_COLS 8
+#ifndef WK_PAIRED_MAX
+#define WK_PAIRED_MAX 512
+#endif
 #define WK_REPACK_PAIR_ROWS 16 /* rows of a pair of groups: what is repacked comes in these */
 
 /* Whether a pair's groups are interleaved block by block, for blocks of bb bytes (one block
- * of each of a group's 8 rows): the 32-element formats' (at most 272 bytes). */
-static inline bool wk_repacked_paired(size_t bb) { return bb <= 512; }
+ * of each of a group's 8 rows): the 32-element formats' (at most 272 bytes). Q2_K's 672 bytes
+ * interleaved (WK_PAIRED_MAX=672) took 1.2x the time at one row from memory (0.47-0.49 ms
+ * against 0.39-0.40) and 1.1-1.25x at 2-8 rows. */
+static inline bool wk_repacked_paired(size_t bb) { return bb <= WK_PAIRED_MAX; }
 
 /* The offset of block b of group g in a repacked weight whose groups are gs bytes and whose
  * blocks bb, from the start of an even group. */
