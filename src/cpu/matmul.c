@@ -32,8 +32,7 @@ typedef struct wk_cpu_mm {
     size_t act_row_bytes;
     wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
     wk_gemm_fn gemm_streamed;    /* the same for weights read from memory (NULL: gemm_packed) */
-    int64_t n_packed;            /* leading rows repacked (a multiple of 16) */
-    size_t packed_bytes;         /* their bytes, counted in the engine's repacked_bytes */
+    int64_t n_packed;            /* leading rows repacked (a multiple of 16; in repacked_bytes) */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;
@@ -131,11 +130,8 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
                 free(c);
                 return st;
             }
-            if (c->gemm_packed) {
-                c->gemm_streamed = wk_cpu_repacked_gemm_streamed(mm->w->type, ce->isa);
-                c->packed_bytes = (size_t)c->n_packed * c->w_stride;
-                atomic_fetch_add(&ce->repacked_bytes, c->packed_bytes);
-            }
+            c->gemm_streamed = c->gemm_packed ? wk_cpu_repacked_gemm_streamed(mm->w->type, ce->isa) : NULL;
+            atomic_fetch_add(&ce->repacked_bytes, (size_t)c->n_packed * c->w_stride);
         }
         mm->nbytes = mm->w->nbytes;
     }
@@ -147,7 +143,7 @@ void wk_cpu_qmatmul_free(wk_engine *e, wk_qmatmul *mm)
 {
     wk_cpu_mm *c = mm->impl;
     if (!c) return;
-    atomic_fetch_sub(&((wk_cpu_engine *)e)->repacked_bytes, c->packed_bytes);
+    atomic_fetch_sub(&((wk_cpu_engine *)e)->repacked_bytes, (size_t)c->n_packed * c->w_stride);
     wk_host_free(c->dense, c->dense_bytes);
     free(c);
     mm->impl = NULL;

@@ -102,12 +102,12 @@ typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *
  * groups (NULL: none). Each pair of groups is one memory stream (two in the K formats), and
  * on processors where one stream per core reads well below the memory's bandwidth (the Xeon test host: 22
  * against 30 GB/s on 2 cores, src/cpu/bandwidth.c), reading several at once is what
- * reaches it (wk_cpu_streams_log2). The largest S up to 2^most that fits the groups left is
- * taken, so a tile of S > 1 starts on an even group; each column's operations do not
- * depend on S. */
-static inline void wk_tile_groups_upto(int most, wk_tile_fn const tiles[4], int64_t ng, int64_t nb,
-                                       const uint8_t *w, size_t gs, size_t bb, const char *x, size_t xs,
-                                       const void *aux, bool first, float *y, size_t ldy)
+ * reaches it (wk_cpu_streams_log2, wk_tile_most). The largest S up to 2^most that fits the
+ * groups left is taken, so a tile of S > 1 starts on an even group; each column's
+ * operations do not depend on S. */
+static inline void wk_tile_groups(int most, wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
+                                  size_t gs, size_t bb, const char *x, size_t xs, const void *aux, bool first,
+                                  float *y, size_t ldy)
 {
     for (int64_t g = 0; g < ng;) {
         int l = most;
@@ -116,12 +116,4 @@ static inline void wk_tile_groups_upto(int most, wk_tile_fn const tiles[4], int6
         g += 1 << l;
     }
 }
-/* S up to the processor's best number of streams (wk_cpu_streams_log2). */
-static inline void wk_tile_groups(wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
-                                  size_t gs, size_t bb, const char *x, size_t xs, const void *aux, bool first,
-                                  float *y, size_t ldy)
-{
-    wk_tile_groups_upto(wk_cpu_streams_log2(), tiles, ng, nb, w, gs, bb, x, xs, aux, first, y, ldy);
-}
-
 #endif

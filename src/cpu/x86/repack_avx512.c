@@ -444,9 +444,10 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
                 /* the next super-block of these groups, or the first of the next ones */
                 const int64_t gx = b + 1 < nb ? g : g + n, bx = b + 1 < nb ? b + 1 : 0;
                 if (gx < ng)
-                    for (int j = 0; j < n; j++)
-                        for (size_t off = 0; off < bb; off += 64)
-                            _mm_prefetch((const char *)wb + wk_repacked_at(gx + j, bx, gs, bb) + off, _MM_HINT_T0);
+                    for (int j = 0; j < n; j++) {
+                        const char *nx = (const char *)wb + wk_repacked_at(gx + j, bx, gs, bb);
+                        for (size_t off = 0; off < bb; off += 64) _mm_prefetch(nx + off, _MM_HINT_T0);
+                    }
                 wk_q2z_decode(wb + wk_repacked_at(g, b, gs, bb), wb + wk_repacked_at(g + 1, b, gs, bb), &u[0]);
                 if (P == 2) {
                     wk_q2z_decode(wb + wk_repacked_at(g + 2, b, gs, bb), wb + wk_repacked_at(g + 3, b, gs, bb), &u[1]);
@@ -576,8 +577,8 @@ static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x,
         wk_q2r1_prepare(xb, sb, &a);
         a.span_start = b0, a.nb = nb;
         const size_t bb = 8 * sizeof(wk_block_q2_K);
-        wk_tile_groups_upto(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb),
-                            8 * ws, bb, (const char *)xb, 0, &a, b0 == 0, y, 0);
+        wk_tile_groups(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb),
+                       8 * ws, bb, (const char *)xb, 0, &a, b0 == 0, y, 0);
     }
 }
 

@@ -177,8 +177,8 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int most1, int
             for (int64_t r = 0; r < rr; r++)
                 for (int64_t b = 0; b < nb; b++)
                     sx[r * nb + b] = bsum((const int8_t *)(xr + r * xs + b * xb_bytes + qs_off));
-        wk_tile_groups_upto(wk_tile_most((int)rr, most1), tiles[rr - 1], nc / 8, nb, w, 8 * ws, 8 * ws / nb, xr, xs,
-                            sx, true, y + r0 * ldy, ldy);
+        wk_tile_groups(wk_tile_most((int)rr, most1), tiles[rr - 1], nc / 8, nb, w, 8 * ws, 8 * ws / nb, xr, xs, sx,
+                       true, y + r0 * ldy, ldy);
     }
 }
 
@@ -231,9 +231,9 @@ WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(c
                     lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
                               lo + (r * WK_Q6_SPAN + b) * nlo);
             const size_t bb = 8 * sizeof(wk_block_q6_K);
-            wk_tile_groups_upto(wk_tile_most(R, most1), tiles[R - 1], nc / 8, sb,
-                                (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws, bb,
-                                xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
+            wk_tile_groups(wk_tile_most(R, most1), tiles[R - 1], nc / 8, sb,
+                           (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws, bb,
+                           xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
     }
 }
