@@ -236,44 +236,46 @@ static void test_repacked(wk_isa isa)
         for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
             repacked_case cs;
-            repacked_case_make(&cs, t, k, MAXR, 16);
+            const int unit = (int)wk_repack_unit_rows(t); /* one unit of groups (a pair; Q2_K an octet) */
+            repacked_case_make(&cs, t, k, MAXR, unit);
             const size_t ws = cs.ws, xs = cs.xs;
             const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
-            for (int64_t nr = 1; nr <= MAXR; nr++)
-                for (int64_t nc = 16; nc <= 16; nc += 16) { /* one pair of groups */
-                    float ys[MAXR * MAXC], yr[MAXR * MAXC];
-                    packed(k, nr, nc, cs.wp, ws, cs.xq, xs, ys, MAXC);
-                    s->gemm_q(k, nr, nc, cs.w, ws, cs.xq, xs, yr, MAXC);
-                    same_bits_per_row("repacked", t, packed, k, nr, nc, cs.wp, ws, cs.xq, xs);
-                    for (int64_t r = 0; r < nr; r++)
-                        for (int64_t c = 0; c < nc; c++) {
-                            const double mag = cs.mag[r * 16 + c];
-                            CHECK_MSG(fabs((double)ys[r * MAXC + c] - yr[r * MAXC + c]) <= 2e-6 * mag + 1e-6,
-                                      "repacked %s k=%lld %lldx%lld at (%lld,%lld): %.9g vs %.9g",
-                                      tr->name, (long long)k, (long long)nr, (long long)nc,
-                                      (long long)r, (long long)c, ys[r * MAXC + c], yr[r * MAXC + c]);
-                        }
-                }
+            float *ys = malloc(sizeof(float) * MAXR * unit), *yr = malloc(sizeof(float) * MAXR * unit);
+            for (int64_t nr = 1; nr <= MAXR; nr++) {
+                packed(k, nr, unit, cs.wp, ws, cs.xq, xs, ys, unit);
+                s->gemm_q(k, nr, unit, cs.w, ws, cs.xq, xs, yr, unit);
+                same_bits_per_row("repacked", t, packed, k, nr, unit, cs.wp, ws, cs.xq, xs);
+                for (int64_t r = 0; r < nr; r++)
+                    for (int64_t c = 0; c < unit; c++) {
+                        const double mag = cs.mag[r * unit + c];
+                        CHECK_MSG(fabs((double)ys[r * unit + c] - yr[r * unit + c]) <= 2e-6 * mag + 1e-6,
+                                  "repacked %s k=%lld %lldx%d at (%lld,%lld): %.9g vs %.9g", tr->name,
+                                  (long long)k, (long long)nr, unit, (long long)r, (long long)c,
+                                  ys[r * unit + c], yr[r * unit + c]);
+                    }
+            }
+            free(ys), free(yr);
             repacked_case_free(&cs);
         }
     }
 }
 
 /* The groups a one-row tile reads side by side (1, 2, 4 or 8, wk_cpu_streams_log2) change
- * the order of the loads, never a column's operations: 14 groups (8 + 4 + 2 at the most)
- * give the same bits at every cap, for one and two rows. */
+ * the order of the loads, never a column's operations: 7 units of groups (14 groups: 8 + 4 +
+ * 2 at the most; Q2_K 56, always 8) give the same bits at every cap, for one and two rows. */
 static void test_repacked_streams(wk_isa isa)
 {
-    enum { NC = 112, NR = 2 };
+    enum { NR = 2, MAXNC = 7 * 64 };
     const int saved = wk_cpu_streams_log2();
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
+        const int NC = 7 * (int)wk_repack_unit_rows(t);
         const int64_t k = 2 * wk_traits(t)->block_size;
         repacked_case cs;
         repacked_case_make(&cs, t, k, NR, NC);
-        float ref[NR * NC], y[NR * NC];
+        float ref[NR * MAXNC], y[NR * MAXNC];
         for (int nr = 1; nr <= NR; nr++) {
             wk_cpu_set_streams_log2(3);
             packed(k, nr, NC, cs.wp, cs.ws, cs.xq, cs.xs, ref, NC);
@@ -318,18 +320,19 @@ static bool same_rows(const float *a, const float *b, int nr, int nc, int ld)
     return same;
 }
 
-/* The many-row kernels work on blocks of 32 rows in tiles of 4: 37 rows leave a second
- * block of 5 (a tile and a remainder); 32 columns are two pairs of 8-column groups, each
- * served together. Against the scalar kernel, and bitwise against the
+/* The many-row kernels work on blocks of 32 rows (AVX-512 Q2_K 64) in tiles of 4: 69 rows
+ * leave a last block of 5 (a tile and a remainder); two units of 8-column groups (pairs;
+ * Q2_K octets), each served together. Against the scalar kernel, and bitwise against the
  * rows one at a time. */
 static void test_repacked_many_rows(wk_isa isa)
 {
-    enum { NR = 37, NC = 32 };
+    enum { NR = 69 };
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
+        const int NC = 2 * (int)wk_repack_unit_rows(t);
         int64_t k = tr->block_size == 32 ? 9 * 32 : 2 * 256;
         repacked_case cs;
         repacked_case_make(&cs, t, k, NR, NC);
@@ -354,21 +357,22 @@ static void test_repacked_many_rows(wk_isa isa)
  * rows); against the scalar kernel and bitwise against the rows one at a time. */
 static void test_repacked_long_k(wk_isa isa)
 {
-    enum { NR = 37, NC = 16 };
+    enum { NR = 37, MAXNC = 64 };
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
+        const int NC = (int)wk_repack_unit_rows(t); /* one unit of groups */
         int64_t k = tr->block_size == 32 ? 75 * 32 : 37 * 256;
         repacked_case cs;
         repacked_case_make(&cs, t, k, NR, NC);
         const size_t ws = cs.ws, xs = cs.xs;
-        float yr[NR * NC], y1[NR * NC];
+        float yr[NR * MAXNC], y1[NR * MAXNC];
         wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
         for (int r = 0; r < NR; r++) packed(k, 1, NC, cs.wp, ws, cs.xq + r * xs, xs, y1 + r * NC, NC);
         for (int nr = 1; nr <= NR; nr++) {
-            float ys[NR * NC];
+            float ys[NR * MAXNC];
             packed(k, nr, NC, cs.wp, ws, cs.xq, xs, ys, NC);
             CHECK_MSG(memcmp(ys, y1, sizeof(float) * (size_t)(nr * NC)) == 0,
                       "repacked %s k=%lld: %d rows at once differ from one row at a time", tr->name,
@@ -382,18 +386,20 @@ static void test_repacked_long_k(wk_isa isa)
 }
 
 /* Few rows read up to 8 column groups side by side (wk_tile_groups: 8, then 4 and 2 for
- * the rest; 1 where a row count has no wider tile). 1 to 12 pairs (2 to 24 groups) leave
- * every remainder after one or two runs of 8; the result of one call must equal, bit for
- * bit, the pairs one call each, and the scalar kernel within its tolerance. The K types' k of 33
- * super-blocks crosses the Q6_K span of lane offsets (a later span adds to y). */
+ * the rest; 1 where a row count has no wider tile; Q2_K always an octet's 8). 1 to 12 units
+ * (pairs: 2 to 24 groups) leave every remainder after one or two runs of 8; the result of
+ * one call must equal, bit for bit, the units one call each, and the scalar kernel within its
+ * tolerance. The K types' k of 33 super-blocks crosses the Q6_K span of lane offsets (a
+ * later span adds to y). */
 static void test_repacked_groups(wk_isa isa)
 {
-    enum { NR = 4, NG = 12, NC = 16 * NG }; /* NG pairs of groups */
+    enum { NR = 4, NG = 12 }; /* NG units of groups */
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
         if (!packed) continue;
+        const int U = (int)wk_repack_unit_rows(t), NC = U * NG;
         int64_t k = tr->block_size == 32 ? 5 * 32 : 33 * 256;
         repacked_case cs;
         repacked_case_make(&cs, t, k, NR, NC);
@@ -402,17 +408,17 @@ static void test_repacked_groups(wk_isa isa)
         float *y1 = malloc(sizeof(float) * NR * NC);
         wk_cpu_kernels_scalar(t)->gemm_q(k, NR, NC, cs.w, ws, cs.xq, xs, yr, NC);
         for (int nr = 1; nr <= NR; nr++) {
-            for (int g = 0; g < NG; g++) packed(k, nr, 16, cs.wp + 16 * g * ws, ws, cs.xq, xs, y1 + 16 * g, NC);
+            for (int g = 0; g < NG; g++) packed(k, nr, U, cs.wp + (size_t)U * g * ws, ws, cs.xq, xs, y1 + U * g, NC);
             for (int ng = 1; ng <= NG; ng++) {
                 memset(ys, 0, sizeof(float) * NR * NC);
-                packed(k, nr, 16 * ng, cs.wp, ws, cs.xq, xs, ys, NC);
-                CHECK_MSG(same_rows(ys, y1, nr, 16 * ng, NC),
-                          "repacked %s (%s) k=%lld, %d rows x %d pairs differ from one pair at a time",
+                packed(k, nr, U * ng, cs.wp, ws, cs.xq, xs, ys, NC);
+                CHECK_MSG(same_rows(ys, y1, nr, U * ng, NC),
+                          "repacked %s (%s) k=%lld, %d rows x %d units differ from one unit at a time",
                           tr->name, wk_isa_name(isa), (long long)k, nr, ng);
                 char what[96];
-                snprintf(what, sizeof what, "repacked %s (%s), %d rows x %d pairs", tr->name, wk_isa_name(isa),
+                snprintf(what, sizeof what, "repacked %s (%s), %d rows x %d units", tr->name, wk_isa_name(isa),
                          nr, ng);
-                near_scalar(&cs, what, ys, yr, nr, 16 * ng, NC);
+                near_scalar(&cs, what, ys, yr, nr, U * ng, NC);
             }
         }
         free(yr), free(ys), free(y1);
@@ -502,7 +508,7 @@ static void test_q6_K_extremes(wk_isa isa)
  * exactly: at 1-9 rows (the one-row tiles, the tiles of 2-4 rows and the many-row kernels). */
 static void test_q2_K_extremes(wk_isa isa)
 {
-    enum { NC = 32, NR = 9, NB = 2 }; /* 2 pairs of groups */
+    enum { NC = 128, NR = 9, NB = 2 }; /* 2 octets of groups */
     const int64_t k = NB * 256;
     static wk_block_q2_K w[NC * NB], wp[NC * NB];
     static wk_block_q8_K x[NR * NB];
@@ -528,7 +534,7 @@ static void test_q2_K_extremes(wk_isa isa)
         }
     const size_t ws = NB * sizeof(wk_block_q2_K), xs = NB * sizeof(wk_block_q8_K);
     wk_cpu_repack_rows(WK_TYPE_Q2_K, w, wp, NC, k);
-    float ys[NR * NC], yr[NR * NC];
+    static float ys[NR * NC], yr[NR * NC];
     wk_cpu_kernels_scalar(WK_TYPE_Q2_K)->gemm_q(k, NR, NC, w, ws, x, xs, yr, NC);
     for (int nr = 1; nr <= NR; nr++) {
         wk_cpu_repacked_gemm(WK_TYPE_Q2_K, isa)(k, nr, NC, wp, ws, x, xs, ys, NC);
@@ -541,15 +547,16 @@ static void test_q2_K_extremes(wk_isa isa)
 
 /* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
  * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
- * the K types, 33 super-blocks (across the Q6_K span); 1 to 12 pairs of groups at 1 to 5
- * rows (every tile, every remainder of the groups), and 1, 2 and 12 pairs up to 18 rows
- * (past every type's many-row threshold, 17 at most). */
+ * the K types, 33 super-blocks (across the Q6_K span); 1 to 12 units of groups (pairs; Q2_K
+ * octets, 1 to 4) at 1 to 5 rows (every tile, every remainder of the groups), and 1, 2 and
+ * the most units up to 18 rows (past every type's many-row threshold, 17 at most). */
 static void test_repacked_avx512_vs_avx2(void)
 {
-    enum { NR = 18, NG = 12, NC = 16 * NG }; /* NG pairs of groups */
+    enum { NR = 18 };
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
+        const int U = (int)wk_repack_unit_rows(t), NG = U > 16 ? 4 : 12, NC = U * NG; /* NG units */
         wk_gemm_fn f512 = wk_cpu_repacked_gemm(t, WK_ISA_AVX512), f2 = wk_cpu_repacked_gemm(t, WK_ISA_AVX2);
         CHECK_MSG(f512 && f2, "%s: no repacked kernel", tr->name);
         if (!f512 || !f2) continue;
@@ -564,15 +571,15 @@ static void test_repacked_avx512_vs_avx2(void)
             for (int nr = 1; nr <= NR; nr++)
                 for (int ng = 1; ng <= NG; ng++) {
                     if (nr > 5 && ng > 2 && ng < NG) continue;
-                    f512(k, nr, 16 * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
-                    f2(k, nr, 16 * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
-                    CHECK_MSG(same_rows(ya, yb, nr, 16 * ng, NC),
-                              "repacked %s k=%lld, %d rows x %d pairs: AVX-512 differs from AVX2", tr->name,
+                    f512(k, nr, U * ng, cs.wp, cs.ws, cs.xq, cs.xs, ya, NC);
+                    f2(k, nr, U * ng, cs.wp, cs.ws, cs.xq, cs.xs, yb, NC);
+                    CHECK_MSG(same_rows(ya, yb, nr, U * ng, NC),
+                              "repacked %s k=%lld, %d rows x %d units: AVX-512 differs from AVX2", tr->name,
                               (long long)k, nr, ng);
                     char what[96];
-                    snprintf(what, sizeof what, "repacked %s (AVX-512) k=%lld, %d rows x %d pairs", tr->name,
+                    snprintf(what, sizeof what, "repacked %s (AVX-512) k=%lld, %d rows x %d units", tr->name,
                              (long long)k, nr, ng);
-                    near_scalar(&cs, what, ya, yr, nr, 16 * ng, NC);
+                    near_scalar(&cs, what, ya, yr, nr, U * ng, NC);
                 }
             free(yr), free(ya), free(yb);
             repacked_case_free(&cs);

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#include "cpu/repack.h"
 #include "tensor/engine_impl.h"
 #include "wick/quant.h"
 #include "wick/tensor.h"
@@ -118,8 +119,10 @@ static void test_forms_against_reference(void)
     const wk_form forms[] = {WK_FORM_QUANTIZED, WK_FORM_PRECISE, WK_FORM_F32, WK_FORM_F16};
     for (size_t i = 0; i < N_TYPES; i++)
         for (size_t f = 0; f < 4; f++) check_type_form(e, all_types[i], forms[f], 37, 512);
-    /* 27 rows: one repacked pair of groups, then a group of 8 and 3 rows in the file's layout */
-    for (size_t i = 0; i < N_TYPES; i++) check_type_form(e, all_types[i], WK_FORM_QUANTIZED, 27, 256);
+    /* one repacked unit of groups (27 rows: a pair; Q2_K 75: an octet), then a group of 8 and
+     * 3 rows in the file's layout */
+    for (size_t i = 0; i < N_TYPES; i++)
+        check_type_form(e, all_types[i], WK_FORM_QUANTIZED, wk_repack_unit_rows(all_types[i]) + 11, 256);
     wk_engine_free(e);
 }
 
@@ -209,8 +212,10 @@ static void test_repack_memory(void)
         wk_host_reset_peak();
         CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
         CHECK_EQ_INT(wk_host_bytes_in_use(), before);
-        CHECK_MSG(wk_host_bytes_peak() <= before + 16 * row, "%s: peak %zu > %zu + 16 rows of %zu",
-                  wk_type_name(types[i]), wk_host_bytes_peak(), before, row);
+        /* one unit of the layout (16 rows; Q2_K 64) is the temporary */
+        const size_t unit = (size_t)wk_repack_unit_rows(types[i]);
+        CHECK_MSG(wk_host_bytes_peak() <= before + unit * row, "%s: peak %zu > %zu + %zu rows of %zu",
+                  wk_type_name(types[i]), wk_host_bytes_peak(), before, unit, row);
         CHECK_EQ_INT(wk_qmatmul_nbytes(mm), nbytes);
         if (wk_cpu_isa_has_repack()) {
             CHECK_EQ_INT(w->layout, WK_LAYOUT_REPACKED);

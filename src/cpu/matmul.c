@@ -16,7 +16,6 @@
 #endif
 
 #define WK_ROW_BLOCK 64      /* x rows kept hot in cache while a column chunk is done */
-#define WK_COL_ALIGN 16      /* chunk boundaries are multiples of this many columns (a repacked pair) */
 #define WK_BATCH_ALIGN 64    /* columns of a many-row kernel batch (repack_rows_avx2.c) */
 #define WK_CHUNK_BYTES (192u * 1024u) /* weight bytes of one chunk, for m > 1 */
 
@@ -206,7 +205,7 @@ static void wk_forward_worker(void *arg, int ith, int nth)
         if (ci >= n_chunks) break;
         int64_t c0 = ci * j->chunk;
         int64_t nc = n - c0 < j->chunk ? n - c0 : j->chunk;
-        /* Repacked leading rows (chunks start on a pair boundary: WK_COL_ALIGN), then the rest. */
+        /* Repacked leading rows (chunks start on a unit of the layout: align), then the rest. */
         int64_t np = c->n_packed > c0 ? (c->n_packed - c0 < nc ? c->n_packed - c0 : nc) : 0;
         const char *w = (const char *)c->w + (size_t)c0 * c->w_stride;
         for (int64_t r0 = 0; r0 < m; r0 += WK_ROW_BLOCK) {
@@ -249,15 +248,17 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
      * memory, where some kernels read best differently (wk_cpu_repacked_gemm_streamed). */
     const bool streamed = c->gemm_streamed && atomic_load(&ce->repacked_bytes) > ce->llc_bytes;
     j.gemm_packed = streamed ? c->gemm_streamed : c->gemm_packed;
-    /* Chunks: a multiple of WK_COL_ALIGN; several per thread for balance; for many rows
-     * small enough that a chunk's weights stay in cache across the row blocks. */
+    /* Chunks: a multiple of the repacked layout's unit (16 columns, Q2_K 64); several per
+     * thread for balance; for many rows small enough that a chunk's weights stay in cache
+     * across the row blocks. */
+    const int64_t align = c->n_packed ? wk_repack_unit_rows(mm->w->type) : 16;
     int64_t chunk = n / ((int64_t)nth * 8);
     if (m > 1) {
         int64_t by_cache = (int64_t)(WK_CHUNK_BYTES / (c->w_stride ? c->w_stride : 1));
         if (by_cache < chunk) chunk = by_cache;
     }
-    chunk = (chunk + WK_COL_ALIGN - 1) / WK_COL_ALIGN * WK_COL_ALIGN;
-    if (chunk < WK_COL_ALIGN) chunk = WK_COL_ALIGN;
+    chunk = (chunk + align - 1) / align * align;
+    if (chunk < align) chunk = align;
     /* The many-row kernels prepare each activation unit once per batch of
      * WK_BATCH_ALIGN columns: a chunk of whole batches does that once per chunk. */
     if (m > 1 && c->gemm_packed && chunk >= WK_BATCH_ALIGN) chunk = chunk / WK_BATCH_ALIGN * WK_BATCH_ALIGN;

@@ -413,7 +413,8 @@ static wk_status exact_matmuls(wk_cpu_engine *ce, int count, wk_qmatmul *const *
     for (int i = 0; i < count; i++) {
         j.mm[i] = mm[i];
         j.y[i] = y[i];
-        j.n_groups[i] = mm[i]->w->layout == WK_LAYOUT_REPACKED ? mm[i]->n / WK_REPACK_PAIR_ROWS * 2 : 0;
+        const int64_t unit = wk_repack_unit_rows(mm[i]->w->type); /* 16 rows: these types' pairs */
+        j.n_groups[i] = mm[i]->w->layout == WK_LAYOUT_REPACKED ? mm[i]->n / unit * unit / WK_REPACK_COLS : 0;
         total_groups += j.n_groups[i];
     }
     /* Several chunks per thread for balance; an even number of groups, at least 2 (the

@@ -207,33 +207,35 @@ static void wk_prefault_writable(void *p, size_t n)
 #endif
 }
 
-/* The pair of groups in the 16 rows at src into dst (distinct), in the layout of
+/* The unit of groups (wk_repack_unit_rows) at src into dst (distinct), in the layout of
  * wk_repacked_at. */
-static void wk_cpu_repack_pair(wk_type t, const uint8_t *src, uint8_t *dst, int64_t k)
+static void wk_cpu_repack_unit(wk_type t, const uint8_t *src, uint8_t *dst, int64_t k)
 {
     const wk_type_traits *tr = wk_traits(t);
     const size_t gs = (size_t)(k / tr->block_size) * tr->block_bytes * WK_REPACK_COLS;
     const size_t bb = tr->block_bytes * WK_REPACK_COLS;
-    for (int h = 0; h < 2; h++)
+    const int64_t groups = wk_repack_unit_rows(t) / WK_REPACK_COLS;
+    for (int64_t h = 0; h < groups; h++)
         wk_cpu_repack_group(t, src + h * gs, dst + wk_repacked_at(h, 0, gs, bb), k, wk_repacked_step(bb));
 }
 
 void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k)
 {
     const wk_type_traits *tr = wk_traits(t);
-    const size_t ps = (size_t)(k / tr->block_size) * tr->block_bytes * WK_REPACK_PAIR_ROWS;
-    for (int64_t p = 0; p < n / WK_REPACK_PAIR_ROWS; p++)
-        wk_cpu_repack_pair(t, (const uint8_t *)src + (size_t)p * ps, (uint8_t *)dst + (size_t)p * ps, k);
+    const int64_t unit = wk_repack_unit_rows(t);
+    const size_t us = (size_t)(k / tr->block_size) * tr->block_bytes * (size_t)unit;
+    for (int64_t u = 0; u < n / unit; u++)
+        wk_cpu_repack_unit(t, (const uint8_t *)src + (size_t)u * us, (uint8_t *)dst + (size_t)u * us, k);
 }
 
-/* Pairs are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
+/* Units are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
  * threads; each chunk's pages are made writable first, in one call. */
 enum { WK_REPACK_CHUNK = 256 * 1024 };
 typedef struct {
     wk_type type;
-    int64_t k, pairs, chunk_pairs;
-    size_t pair_bytes;
-    uint8_t *base, *tmp; /* tmp: one pair for each thread */
+    int64_t k, units, chunk_units;
+    size_t unit_bytes;
+    uint8_t *base, *tmp; /* tmp: one unit for each thread */
     atomic_llong next;
 } wk_repack_job;
 
@@ -241,15 +243,15 @@ static void wk_repack_task(void *arg, int ith, int nth)
 {
     wk_repack_job *j = arg;
     (void)nth;
-    uint8_t *rows = j->tmp + (size_t)ith * j->pair_bytes;
+    uint8_t *rows = j->tmp + (size_t)ith * j->unit_bytes;
     for (;;) {
-        int64_t p0 = atomic_fetch_add(&j->next, 1) * j->chunk_pairs;
-        if (p0 >= j->pairs) break;
-        int64_t p1 = p0 + j->chunk_pairs < j->pairs ? p0 + j->chunk_pairs : j->pairs;
-        wk_prefault_writable(j->base + (size_t)p0 * j->pair_bytes, (size_t)(p1 - p0) * j->pair_bytes);
-        for (int64_t pi = p0; pi < p1; pi++) {
-            memcpy(rows, j->base + (size_t)pi * j->pair_bytes, j->pair_bytes);
-            wk_cpu_repack_pair(j->type, rows, j->base + (size_t)pi * j->pair_bytes, j->k);
+        int64_t u0 = atomic_fetch_add(&j->next, 1) * j->chunk_units;
+        if (u0 >= j->units) break;
+        int64_t u1 = u0 + j->chunk_units < j->units ? u0 + j->chunk_units : j->units;
+        wk_prefault_writable(j->base + (size_t)u0 * j->unit_bytes, (size_t)(u1 - u0) * j->unit_bytes);
+        for (int64_t ui = u0; ui < u1; ui++) {
+            memcpy(rows, j->base + (size_t)ui * j->unit_bytes, j->unit_bytes);
+            wk_cpu_repack_unit(j->type, rows, j->base + (size_t)ui * j->unit_bytes, j->k);
         }
     }
 }
@@ -262,18 +264,18 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *ge
     if (off && off[0] && strcmp(off, "0") != 0) return WK_OK;
     wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
     int64_t n = w->dims[0], k = w->dims[1];
-    int64_t pairs = n / WK_REPACK_PAIR_ROWS;
-    if (!g || pairs == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    const int64_t unit = wk_repack_unit_rows(w->type), units = n / unit;
+    if (!g || units == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
     const wk_type_traits *tr = wk_traits(w->type);
     size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
-    wk_repack_job j = {.type = w->type, .k = k, .pairs = pairs, .pair_bytes = row_bytes * WK_REPACK_PAIR_ROWS,
+    wk_repack_job j = {.type = w->type, .k = k, .units = units, .unit_bytes = row_bytes * (size_t)unit,
                        .base = w->data};
-    j.chunk_pairs = (int64_t)((WK_REPACK_CHUNK + j.pair_bytes - 1) / j.pair_bytes);
+    j.chunk_units = (int64_t)((WK_REPACK_CHUNK + j.unit_bytes - 1) / j.unit_bytes);
     atomic_init(&j.next, 0);
-    /* Every pair is rewritten in place through one pair of temporary memory per thread,
+    /* Every unit is rewritten in place through one unit of temporary memory per thread,
      * whatever the size of the weight; taken before any is touched. */
-    const int nth = pool && pairs > j.chunk_pairs ? wk_pool_threads(pool) : 1;
-    const size_t tmp_bytes = (size_t)nth * j.pair_bytes;
+    const int nth = pool && units > j.chunk_units ? wk_pool_threads(pool) : 1;
+    const size_t tmp_bytes = (size_t)nth * j.unit_bytes;
     if (!(j.tmp = wk_host_alloc(tmp_bytes)))
         return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", tmp_bytes);
     if (nth > 1) wk_pool_run_flexible(pool, wk_repack_task, &j);
@@ -281,6 +283,6 @@ wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *ge
     wk_host_free(j.tmp, tmp_bytes);
     w->layout = WK_LAYOUT_REPACKED;
     *gemm = g;
-    *n_packed = pairs * WK_REPACK_PAIR_ROWS;
+    *n_packed = units * unit;
     return WK_OK;
 }

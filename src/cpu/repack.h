@@ -12,10 +12,14 @@
  * pair's blocks side by side (the 512-bit tiles: one register, two groups) then reads one
  * memory stream, not two: on the Zen 5 development machine one stream a core is what reads
  * at the memory's bandwidth (Q4_0 one row from memory, 2 threads: 85-91% of the bandwidth
- * read beside it with two streams a pair, 95-105% with one). The K formats' blocks (672-1680
- * bytes) stay a group apart: interleaved, a tile's two halves were two runs of 11-26 lines
- * that start over every block, and from memory took twice the time (Q4_K 0.62 -> 1.3 ms).
- * Rows beyond the last full pair (16 rows) keep the file's layout.
+ * read beside it with two streams a pair, 95-105% with one). Q2_K interleaves 8 groups (an
+ * octet, rows 64O..64O+63) the same way, and its kernels read an octet's 8 groups side by
+ * side at every row count: one stream (one row from memory, 2 threads: 0.30 ms against
+ * 0.37-0.45 with 8 groups apart, where 8 streams had been what kept its activation table
+ * in L1). The other K formats' blocks (1152 and 1680 bytes) stay a group apart:
+ * interleaved, a tile's two halves were two runs of 18-26 lines that start over every
+ * block, and from memory took twice the time (Q4_K 0.62 -> 1.3 ms). Rows beyond the last
+ * full unit (16 rows, Q2_K 64: wk_repack_unit_rows) keep the file's layout.
  *
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
@@ -46,32 +50,47 @@
 
 #include "cpu/cpu_engine.h"
 #include "cpu/pool.h"
+#include "quant/blocks.h"
+#include "quant/traits.h"
 
 #define WK_REPACK_COLS 8
 #ifndef WK_PAIRED_MAX
 #define WK_PAIRED_MAX 512
 #endif
-#define WK_REPACK_PAIR_ROWS 16 /* rows of a pair of groups: what is repacked comes in these */
 
-/* Whether a pair's groups are interleaved block by block, for blocks of bb bytes (one block
- * of each of a group's 8 rows): the 32-element formats' (at most 272 bytes). Q2_K's 672 bytes
- * interleaved (WK_PAIRED_MAX=672) took 1.2x the time at one row from memory (0.47-0.49 ms
- * against 0.39-0.40) and 1.1-1.25x at 2-8 rows. */
-static inline bool wk_repacked_paired(size_t bb) { return bb <= WK_PAIRED_MAX; }
+/* The groups interleaved block by block, for blocks of bb bytes (one block of each of a
+ * group's 8 rows): 2 for the 32-element formats (at most 272 bytes), 8 for Q2_K, 1 (groups
+ * apart) for Q4_K and Q6_K. (Q2_K's 672 bytes in pairs, WK_PAIRED_MAX=672, took 1.2x the time
+ * at one row from memory, 8 groups side by side: two runs of 11 lines every block.) */
+static inline int wk_repacked_ways(size_t bb)
+{
+    return bb <= WK_PAIRED_MAX ? 2 : bb == 8 * sizeof(wk_block_q2_K) ? 8 : 1;
+}
+
+/* Whether a pair's groups are interleaved block by block. */
+static inline bool wk_repacked_paired(size_t bb) { return wk_repacked_ways(bb) == 2; }
 
 /* The offset of block b of group g in a repacked weight whose groups are gs bytes and whose
- * blocks bb, from the start of an even group. */
+ * blocks bb, from the start of a unit (an even group; in Q2_K a multiple of 8). */
 static inline size_t wk_repacked_at(int64_t g, int64_t b, size_t gs, size_t bb)
 {
-    return wk_repacked_paired(bb) ? (size_t)(g >> 1) * 2 * gs + (size_t)(2 * b + (g & 1)) * bb
-                                  : (size_t)g * gs + (size_t)b * bb;
+    const int64_t ways = wk_repacked_ways(bb);
+    return (size_t)(g / ways * ways) * gs + (size_t)(ways * b + g % ways) * bb;
 }
 
 /* The distance between a group's consecutive blocks. */
-static inline size_t wk_repacked_step(size_t bb) { return wk_repacked_paired(bb) ? 2 * bb : bb; }
+static inline size_t wk_repacked_step(size_t bb) { return (size_t)wk_repacked_ways(bb) * bb; }
 
-/* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of 16 and
- * w the start of a pair. NULL when the type has none. */
+/* The rows repacked together (what a thread's chunk of columns starts on): a pair of
+ * groups, in Q2_K an octet. */
+static inline int64_t wk_repack_unit_rows(wk_type t)
+{
+    const int ways = wk_repacked_ways(WK_REPACK_COLS * wk_traits(t)->block_bytes);
+    return WK_REPACK_COLS * (ways > 2 ? ways : 2);
+}
+
+/* Kernels of the repacked layouts (x86/repack_avx2.c). nc must be a multiple of the type's
+ * unit (wk_repack_unit_rows) and w the start of one. NULL when the type has none. */
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
 
 /* The kernel of the repacked layout for weights that come from memory, where it differs from
@@ -83,11 +102,11 @@ wk_gemm_fn wk_cpu_repacked_gemm_streamed(wk_type t, wk_isa isa);
 
 /* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
  * becomes WK_LAYOUT_REPACKED) and return the kernel and the number of leading rows
- * repacked (a multiple of 16); otherwise *gemm = NULL and *n_packed = 0. The work is shared
+ * repacked (a multiple of wk_repack_unit_rows); otherwise *gemm = NULL and *n_packed = 0. The work is shared
  * by pool's threads (NULL: the calling thread). WICK_NO_REPACK (set, not "0") turns repacking off. */
 wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed);
 
-/* Repack the leading n / 16 pairs of groups of n rows of type t (src, file layout, k
+/* Repack the leading units (wk_repack_unit_rows) of groups of n rows of type t (src, file layout, k
  * elements a row) into dst (as many bytes; dst != src). */
 void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k);
 
@@ -98,17 +117,20 @@ void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_
 typedef void (*wk_tile_fn)(int64_t nb, const uint8_t *w, size_t gs, const char *x, size_t xs,
                            const void *aux, bool first, float *y, size_t ldy);
 
-/* The ng groups (an even number) of a row tile, S side by side: tiles[l] takes S = 2^l
- * groups (NULL: none). Each pair of groups is one memory stream (two in the K formats), and
- * on processors where one stream per core reads well below the memory's bandwidth (the Xeon test host: 22
- * against 30 GB/s on 2 cores, src/cpu/bandwidth.c), reading several at once is what
- * reaches it (wk_cpu_streams_log2, wk_tile_most). The largest S up to 2^most that fits the
- * groups left is taken, so a tile of S > 1 starts on an even group; each column's
- * operations do not depend on S. */
+/* The ng groups (whole units) of a row tile, S side by side: tiles[l] takes S = 2^l groups
+ * (NULL: none). Each unit of interleaved groups is one memory stream (each group one in
+ * Q4_K and Q6_K), and on processors where one stream per core reads well below the memory's
+ * bandwidth (the Xeon test host: 22 against 30 GB/s on 2 cores, src/cpu/bandwidth.c),
+ * reading several at once is what reaches it (wk_cpu_streams_log2, wk_tile_most). The
+ * largest S up to 2^most (but at least an interleaved unit's groups: one stream, not runs
+ * with gaps) that fits the groups left is taken, so a tile of S groups starts on a multiple
+ * of S; each column's operations do not depend on S. */
 static inline void wk_tile_groups(int most, wk_tile_fn const tiles[4], int64_t ng, int64_t nb, const uint8_t *w,
                                   size_t gs, size_t bb, const char *x, size_t xs, const void *aux, bool first,
                                   float *y, size_t ldy)
 {
+    const int ways = wk_repacked_ways(bb);
+    if (ways > 1 << most) most = ways == 8 ? 3 : 1;
     for (int64_t g = 0; g < ng;) {
         int l = most;
         while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;

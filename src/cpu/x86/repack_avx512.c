@@ -67,8 +67,22 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
     }
 }
 
+/* Q2_K's tiles of 2 to 7 rows prefetch a pair's blocks into L2 (not L1), 8 KiB ahead of the
+ * octet's one stream: with the L1 prefetch 2 KiB ahead, the first loads of a block still
+ * waited for memory (Zen 5, 2 threads, [8192, 4096] from memory: 2 rows 0.63-0.64 ms ->
+ * 0.36-0.37, 4 rows 0.79-0.80 -> 0.53; one thread, 2 rows 1.19-1.23 -> 0.56, against 0.54 in
+ * the cache; L2 2 KiB ahead 0.90-0.92, none 1.57-1.62). */
+#define WK_Q2_L2_AHEAD 8192
+WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64) {
+        _mm_prefetch((const char *)b0 + WK_Q2_L2_AHEAD + off, _MM_HINT_T1);
+        if (b1 != b0) _mm_prefetch((const char *)b1 + WK_Q2_L2_AHEAD + off, _MM_HINT_T1);
+    }
+}
+
 /* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes each) prefetches a
- * stream (a pair's, or in the K formats a group's: repack.h): WK_PF_AHEAD, but a stream's
+ * stream (a unit's of interleaved groups, or in Q4_K and Q6_K a group's: repack.h): WK_PF_AHEAD, but a stream's
  * last blocks the same stream of the next tile (past the tile's other streams), not the
  * next stream's start, which its own stream has read already (a tile of one stream goes on
  * into the next tile). The K
@@ -79,7 +93,8 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * formats unchanged). */
 WK_INLINE size_t wk_stream_ahead(int64_t b, int64_t nb, int S, size_t gs, size_t bb)
 {
-    const size_t step = wk_repacked_step(bb), past = wk_repacked_paired(bb) ? (size_t)S - 2 : (size_t)S - 1;
+    const size_t step = wk_repacked_step(bb), ways = (size_t)wk_repacked_ways(bb);
+    const size_t past = (size_t)S > ways ? (size_t)S - ways : 0;
     return S <= 1 || (size_t)b * step + WK_PF_AHEAD < (size_t)nb * step ? WK_PF_AHEAD : WK_PF_AHEAD + past * gs;
 }
 
@@ -142,15 +157,16 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
  * b1 = b0), the two groups' blocks b0 and b1 prefetched, ahead bytes ahead (but Q4_K's and
- * Q6_K's, which prefetch their own slices: wk_prefetch_pair_slice; Q2_K's 672 bytes were as
- * fast whole), then CALL. */
+ * Q6_K's, which prefetch their own slices: wk_prefetch_pair_slice; and Q2_K's, into L2:
+ * wk_prefetch_pair_l2), then CALL. */
 #define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
     for (int64_t b = 0; b < nb; b++) {                                                             \
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
-            if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
+            if ((BB) == sizeof(wk_block_q2_K)) wk_prefetch_pair_l2(b0, b1, 8 * (BB));              \
+            else if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }                                                                                          \
     }
@@ -310,7 +326,13 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     }
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
-WK_PAIR_TILES(wk_vnni_q2z, sizeof(wk_block_q2_K))
+/* An octet's 8 groups side by side at every row count: the layout's one stream (repack.h). */
+WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 1, 8) WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 2, 8)
+WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 3, 8) WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 4, 8)
+static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {{NULL, NULL, NULL, wk_vnni_q2z_tile_1_8},
+                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_2_8},
+                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_3_8},
+                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_4_8}};
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
 /* ---- Q2_Kx8 for many rows: a super-block of two column groups is decoded once into L1 with
@@ -366,9 +388,9 @@ WK_INLINE void wk_q2z_decode(const uint8_t *b0, const uint8_t *b1, wk_q2z_unit *
  * every step of the loop). */
 #define WK_KEEPZ(v) __asm__("" : "+v"(v))
 
-/* Super-block b of R rows x P decoded units (16 columns each): acc (32 floats a row) +=. */
+/* Super-block b of R rows x P decoded units (16 columns each): acc (rows as floats apart) +=. */
 WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const char *x, size_t xs,
-                           int64_t b, float *acc)
+                           int64_t b, float *acc, size_t as)
 {
     const wk_block_q8_K *xb[4];
     __m512i is0[4][2], is1[4][2]; /* even and odd steps: two chains */
@@ -402,7 +424,7 @@ WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const
                 msum = _mm512_dpwssd_epi32(msum, _mm512_load_si512(&u[p].mn[q]), _mm512_set1_epi32(bp));
             }
             const __m512i s = _mm512_add_epi32(is0[r][p], is1[r][p]);
-            float *ap = acc + 32 * r + 16 * p;
+            float *ap = acc + as * r + 16 * p;
             __m512 a = _mm512_load_ps(ap);
             a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(u[p].d, dx), a);
             a = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(u[p].dmin, dx), a);
@@ -411,53 +433,53 @@ WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const
     }
 }
 
-WK_INLINE void wk_q2z_all_rows(const int P, const wk_q2z_unit *u, const char *x, size_t xs, int64_t b,
-                               int64_t rb, float *acc)
+WK_INLINE void wk_q2z_all_rows(const wk_q2z_unit u[2], const char *x, size_t xs, int64_t b, int64_t rb,
+                               float *acc, size_t as)
 {
     int64_t r = 0;
-    for (; r + 4 <= rb; r += 4) wk_q2z_rows(4, P, u, x + r * xs, xs, b, acc + 32 * r);
+    for (; r + 4 <= rb; r += 4) wk_q2z_rows(4, 2, u, x + r * xs, xs, b, acc + as * r, as);
     switch (rb - r) {
-    case 1: wk_q2z_rows(1, P, u, x + r * xs, xs, b, acc + 32 * r); break;
-    case 2: wk_q2z_rows(2, P, u, x + r * xs, xs, b, acc + 32 * r); break;
-    case 3: wk_q2z_rows(3, P, u, x + r * xs, xs, b, acc + 32 * r); break;
+    case 1: wk_q2z_rows(1, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
+    case 2: wk_q2z_rows(2, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
+    case 3: wk_q2z_rows(3, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
     default: break;
     }
 }
 
-#define WK_Q2Z_ROWS 64 /* rows of one pass over a column block (the accumulators: 8 KiB) */
+/* An octet (8 groups, one stream: repack.h) per pass, super-block by super-block: its
+ * halves decoded into two units each and done for all the rows in turn. */
+#ifndef WK_Q2Z_ROWS
+#define WK_Q2Z_ROWS 64 /* rows of one pass over an octet (the accumulators: 16 KiB) */
+#endif
 static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                               const void *x, size_t xs, float *y, size_t ldy)
 {
     const int64_t nb = k / 256, ng = nc / 8;
-    const size_t gs = 8 * ws, bb = 8 * sizeof(wk_block_q2_K);
+    const size_t gs = 8 * ws, bb = 8 * sizeof(wk_block_q2_K), as = 64;
     const uint8_t *wb = w;
     wk_q2z_unit u[2];
-    _Alignas(64) float acc[WK_Q2Z_ROWS * 32];
+    _Alignas(64) float acc[WK_Q2Z_ROWS * 64];
     for (int64_t r0 = 0; r0 < nr; r0 += WK_Q2Z_ROWS) {
         const int64_t rb = nr - r0 < WK_Q2Z_ROWS ? nr - r0 : WK_Q2Z_ROWS;
         const char *xr = (const char *)x + r0 * xs;
-        for (int64_t g = 0; g < ng;) {
-            /* 4 groups (two units: two pairs) or 2 (one unit) */
-            const int P = ng - g >= 4 ? 2 : 1, n = 2 * P;
-            memset(acc, 0, sizeof(float) * 32 * (size_t)rb);
+        for (int64_t g = 0; g < ng; g += 8) {
+            memset(acc, 0, sizeof(float) * as * (size_t)rb);
             for (int64_t b = 0; b < nb; b++) {
-                /* the next super-block of these groups, or the first of the next ones */
-                const int64_t gx = b + 1 < nb ? g : g + n, bx = b + 1 < nb ? b + 1 : 0;
-                if (gx < ng)
-                    for (int j = 0; j < n; j++) {
-                        const char *nx = (const char *)wb + wk_repacked_at(gx + j, bx, gs, bb);
-                        for (size_t off = 0; off < bb; off += 64) _mm_prefetch(nx + off, _MM_HINT_T0);
-                    }
-                wk_q2z_decode(wb + wk_repacked_at(g, b, gs, bb), wb + wk_repacked_at(g + 1, b, gs, bb), &u[0]);
-                if (P == 2) {
-                    wk_q2z_decode(wb + wk_repacked_at(g + 2, b, gs, bb), wb + wk_repacked_at(g + 3, b, gs, bb), &u[1]);
-                    wk_q2z_all_rows(2, u, xr, xs, b, rb, acc);
-                } else {
-                    wk_q2z_all_rows(1, u, xr, xs, b, rb, acc);
+                /* the octet's next super-block, or the next octet's first */
+                /* the octet's super-block two ahead (or the next octet's), into L2: with L1
+                 * and one ahead (its 84 lines at once), 8 rows took 1.54-1.56 ms, not 1.05 */
+                const int64_t gx = b + 2 < nb ? g : g + 8, bx = b + 2 < nb ? b + 2 : b + 2 - nb;
+                if (gx < ng && bx < nb) {
+                    const char *nx = (const char *)wb + wk_repacked_at(gx, bx, gs, bb);
+                    for (size_t off = 0; off < 8 * bb; off += 64) _mm_prefetch(nx + off, _MM_HINT_T1);
+                }
+                for (int h = 0; h < 8; h += 4) {
+                    wk_q2z_decode(wb + wk_repacked_at(g + h, b, gs, bb), wb + wk_repacked_at(g + h + 1, b, gs, bb), &u[0]);
+                    wk_q2z_decode(wb + wk_repacked_at(g + h + 2, b, gs, bb), wb + wk_repacked_at(g + h + 3, b, gs, bb), &u[1]);
+                    wk_q2z_all_rows(u, xr, xs, b, rb, acc + 8 * h, as);
                 }
             }
-            for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + 32 * r, sizeof(float) * 8 * (size_t)n);
-            g += n;
+            for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + as * r, sizeof(float) * 64);
         }
     }
 }
@@ -469,7 +491,7 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
  * groups and step (low half: group 2j's word 8 times, high half: group 2j + 1's), a dpbusd
  * operand from memory. The scales of both groups are one zero-extension of 16 contiguous bytes;
  * the mins of 4 groups one lane shuffle and one byte shuffle, against a pattern of the row's
- * block-sum pairs. 8 groups (8 streams) side by side. The integer sums are the pair tiles', and
+ * block-sum pairs. An octet's 8 groups (one stream) side by side. The integer sums are the pair tiles', and
  * the float step is wk_acc_q8_K_min: the same bits. (Two rows this way, tables of 68 KiB, were
  * slower than the pair tiles: 1.07-1.14 of their time at m = 2.) ---- */
 #define WK_Q2R1_SPAN 16 /* super-blocks whose activation table is made at once (34 KiB) */
@@ -558,17 +580,15 @@ WK_INLINE void wk_vnni_q2r1_block(const uint8_t *blk, const char *x, int64_t b, 
         }                                                                                          \
         for (int q = 0; q < S; q++) _mm256_storeu_ps(y + 8 * q, acc[q][0]);                        \
     }
-WK_Q2R1_TILE(1) WK_Q2R1_TILE(2) WK_Q2R1_TILE(4) WK_Q2R1_TILE(8)
+WK_Q2R1_TILE(8)
 
-/* One row, its activation table made per span of super-blocks; 8 groups side by side
- * whatever the processor's best number of streams: each super-block's 2 KiB of the table
- * then serves 8 groups while it is in L1 (the whole table, 36 KiB, is not; Zen 5, 2 threads,
- * [8192, 4096] from memory: 0.414-0.421 ms with 4 groups, 0.362-0.366 with 8). */
-#define WK_Q2R1_GROUPS_LOG2 3 /* 8 groups side by side: the largest tile of the table below */
+/* One row, its activation table made per span of super-blocks; an octet's 8 groups side by
+ * side (its one stream), and each super-block's 2 KiB of the table serves the 8 groups
+ * while it is in L1 (the whole table, 36 KiB, is not; Zen 5, 2 threads, [8192, 4096] from
+ * memory, groups apart: 0.414-0.421 ms with 4 groups side by side, 0.362-0.366 with 8). */
 static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x, int64_t nc, float *y)
 {
-    static wk_tile_fn const tiles[4] = {wk_vnni_q2r1_tile_1_1, wk_vnni_q2r1_tile_1_2, wk_vnni_q2r1_tile_1_4,
-                                        wk_vnni_q2r1_tile_1_8};
+    static wk_tile_fn const tiles[4] = {NULL, NULL, NULL, wk_vnni_q2r1_tile_1_8};
     const int64_t nb = k / 256;
     wk_q2r1_act a;
     for (int64_t b0 = 0; b0 < nb; b0 += WK_Q2R1_SPAN) {
@@ -577,7 +597,7 @@ static void wk_vnni_row_q2_K(int64_t k, const void *w, size_t ws, const void *x,
         wk_q2r1_prepare(xb, sb, &a);
         a.span_start = b0, a.nb = nb;
         const size_t bb = 8 * sizeof(wk_block_q2_K);
-        wk_tile_groups(WK_Q2R1_GROUPS_LOG2, tiles, nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb),
+        wk_tile_groups(3, tiles, nc / 8, sb, (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb),
                        8 * ws, bb, (const char *)xb, 0, &a, b0 == 0, y, 0);
     }
 }
