@@ -300,12 +300,7 @@ WK_INLINE void wk_q2_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
 }
 /* An octet's 8 groups side by side at every row count: the layout's one stream (repack.h). */
-WK_TILE(wk_q2_Kx8, sizeof(wk_block_q2_K), 1, 8) WK_TILE(wk_q2_Kx8, sizeof(wk_block_q2_K), 2, 8)
-WK_TILE(wk_q2_Kx8, sizeof(wk_block_q2_K), 3, 8) WK_TILE(wk_q2_Kx8, sizeof(wk_block_q2_K), 4, 8)
-static wk_tile_fn const wk_q2_Kx8_tiles[4][4] = {{NULL, NULL, NULL, wk_q2_Kx8_tile_1_8},
-                                                {NULL, NULL, NULL, wk_q2_Kx8_tile_2_8},
-                                                {NULL, NULL, NULL, wk_q2_Kx8_tile_3_8},
-                                                {NULL, NULL, NULL, wk_q2_Kx8_tile_4_8}};
+WK_OCTET_TILES(WK_TILE, wk_q2_Kx8, sizeof(wk_block_q2_K))
 
 WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 

@@ -327,12 +327,7 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
 /* An octet's 8 groups side by side at every row count: the layout's one stream (repack.h). */
-WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 1, 8) WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 2, 8)
-WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 3, 8) WK_PAIR_TILE(wk_vnni_q2z, sizeof(wk_block_q2_K), 4, 8)
-static wk_tile_fn const wk_vnni_q2z_tiles[4][4] = {{NULL, NULL, NULL, wk_vnni_q2z_tile_1_8},
-                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_2_8},
-                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_3_8},
-                                                   {NULL, NULL, NULL, wk_vnni_q2z_tile_4_8}};
+WK_OCTET_TILES(WK_PAIR_TILE, wk_vnni_q2z, sizeof(wk_block_q2_K))
 WK_TILES_FN(wk_vnni_tiles_q2_K, wk_vnni_q2z_tiles, 4, 256, false, NULL)
 
 /* ---- Q2_Kx8 for many rows: a super-block of two column groups is decoded once into L1 with

@@ -158,6 +158,16 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
     static wk_tile_fn const NAME##_tiles[4][4] = {WK_TABLE_12(NAME), {NAME##_tile_3_1},            \
                                                   {NAME##_tile_4_1}};
 
+/* The tiles of a layout in octets (Q2_K: repack.h), 1 to 4 rows, each an octet's 8 groups
+ * side by side (the layout's one stream), made by TILE (WK_TILE or a pair skeleton), and
+ * their table NAME##_tiles. */
+#define WK_OCTET_TILES(TILE, NAME, BB)                                                             \
+    TILE(NAME, BB, 1, 8) TILE(NAME, BB, 2, 8) TILE(NAME, BB, 3, 8) TILE(NAME, BB, 4, 8)            \
+    static wk_tile_fn const NAME##_tiles[4][4] = {{NULL, NULL, NULL, NAME##_tile_1_8},             \
+                                                  {NULL, NULL, NULL, NAME##_tile_2_8},             \
+                                                  {NULL, NULL, NULL, NAME##_tile_3_8},             \
+                                                  {NULL, NULL, NULL, NAME##_tile_4_8}};
+
 /* The groups a tile of R rows reads side by side, log2: most1 for one row when it is not
  * negative, else the processor's (wk_cpu_streams_log2). */
 WK_INLINE int wk_tile_most(int R, int most1) { return R == 1 && most1 >= 0 ? most1 : wk_cpu_streams_log2(); }
