@@ -31,7 +31,7 @@ typedef struct wk_cpu_mm {
     size_t act_row_bytes;
     wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
     wk_gemm_fn gemm_streamed;    /* the same for weights read from memory (NULL: gemm_packed) */
-    int64_t n_packed;            /* leading rows repacked (a multiple of 16; in repacked_bytes) */
+    int64_t n_packed;            /* leading rows repacked (whole units: wk_repack_unit_rows; in repacked_bytes) */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;

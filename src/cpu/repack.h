@@ -129,8 +129,7 @@ static inline void wk_tile_groups(int most, wk_tile_fn const tiles[4], int64_t n
                                   size_t gs, size_t bb, const char *x, size_t xs, const void *aux, bool first,
                                   float *y, size_t ldy)
 {
-    const int ways = wk_repacked_ways(bb);
-    if (ways > 1 << most) most = ways == 8 ? 3 : 1;
+    while (1 << most < wk_repacked_ways(bb)) most++;
     for (int64_t g = 0; g < ng;) {
         int l = most;
         while (l > 0 && (!tiles[l] || ng - g < (1 << l))) l--;

@@ -460,7 +460,6 @@ static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, 
         for (int64_t g = 0; g < ng; g += 8) {
             memset(acc, 0, sizeof(float) * as * (size_t)rb);
             for (int64_t b = 0; b < nb; b++) {
-                /* the octet's next super-block, or the next octet's first */
                 /* the octet's super-block two ahead (or the next octet's), into L2: with L1
                  * and one ahead (its 84 lines at once), 8 rows took 1.54-1.56 ms, not 1.05 */
                 const int64_t gx = b + 2 < nb ? g : g + 8, bx = b + 2 < nb ? b + 2 : b + 2 - nb;
