@@ -100,22 +100,31 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
 /* Q2_Kx8: the 2-bit codes of 4 groups (a quad, 64 elements of 8 columns) in 128 bytes, so
  * that the kernels decode them with one 16-bit shift per 64 bytes and masks (repack.h):
  * element 16G + 4t + i of column c goes to byte 160 + 128 (G / 4) + 64 (t % 2) + 32 (G % 2)
- * + 4c + i, at bits 2 (2 (t / 2) + (G / 2) % 2). */
+ * + 4c + i, at bits 2 (2 (t / 2) + (G / 2) % 2).
+ * In the file, element e is in qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32), and
+ * i runs over 4 adjacent bytes on both sides, so the codes move 4 at a time in 32-bit
+ * words: a shift and a mask of 0x03030303 pick one 2-bit field of each byte. */
 static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
 {
-    memset(out + 160, 0, 512);
     for (int c = 0; c < 8; c++) {
         const wk_block_q2_K *x = (const wk_block_q2_K *)blk[c];
         memcpy(out + 2 * c, &x->d, 2);
         memcpy(out + 16 + 2 * c, &x->dmin, 2);
         for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
-        for (int e = 0; e < WK_QK_K; e++) {
-            /* in the file: qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32) */
-            int v = (x->qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-            int g = e / 16, t = (e % 16) / 4, i = e % 4;
-            int byte = 160 + 128 * (g / 4) + 64 * (t % 2) + 32 * (g % 2) + 4 * c + i;
-            out[byte] |= (uint8_t)(v << (2 * (2 * (t / 2) + (g / 2) % 2)));
-        }
+        for (int quad = 0; quad < 4; quad++)
+            for (int tl = 0; tl < 2; tl++)
+                for (int gl = 0; gl < 2; gl++) {
+                    uint32_t word = 0;
+                    for (int th = 0; th < 2; th++) {
+                        uint32_t src;
+                        memcpy(&src, x->qs + 32 * (quad / 2) + 16 * gl + 4 * (2 * th + tl), 4);
+                        for (int gh = 0; gh < 2; gh++) {
+                            int from = 2 * (2 * (quad % 2) + gh), to = 2 * (2 * th + gh);
+                            word |= ((src >> from) & 0x03030303u) << to;
+                        }
+                    }
+                    memcpy(out + 160 + 128 * quad + 64 * tl + 32 * gl + 4 * c, &word, 4);
+                }
     }
 }
 
