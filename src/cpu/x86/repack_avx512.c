@@ -67,17 +67,20 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
     }
 }
 
-/* Q2_K's tiles of 2 to 7 rows prefetch a pair's blocks into L2 (not L1), 8 KiB ahead of the
- * octet's one stream: with the L1 prefetch 2 KiB ahead, the first loads of a block still
- * waited for memory (Zen 5, 2 threads, [8192, 4096] from memory: 2 rows 0.63-0.64 ms ->
- * 0.36-0.37, 4 rows 0.79-0.80 -> 0.53; one thread, 2 rows 1.19-1.23 -> 0.56, against 0.54 in
- * the cache; L2 2 KiB ahead 0.90-0.92, none 1.57-1.62). */
-#define WK_Q2_L2_AHEAD 8192
+/* The tiles of 2 to 4 rows (and Q2_K's at every count) prefetch a pair's blocks into L2 (not
+ * L1), 8 KiB ahead of the stream; the K formats' block functions add their L1 slices 2 KiB
+ * ahead. With only the L1 prefetch the first loads of a block still waited for memory.
+ * Q2_K (Zen 5, 2 threads, [8192, 4096] from memory): 2 rows 0.63-0.64 ms -> 0.36-0.37, 4 rows
+ * 0.79-0.80 -> 0.53; one thread, 2 rows 1.19-1.23 -> 0.56, against 0.54 in the cache; L2
+ * 2 KiB ahead 0.90-0.92, none 1.57-1.62. The other formats (one thread, three alternated
+ * rounds): 4 rows Q8_0 1.73-2.00 -> 1.44-1.66, Q5_0 1.25-1.40 -> 1.11-1.12, Q4_K 1.19-1.24 ->
+ * 1.13-1.15; 2 rows Q5_0 0.99-1.28 -> 0.86-1.10, Q4_K 1.01-1.22 -> 0.98-0.99. */
+#define WK_L2_AHEAD 8192
 WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64) {
-        _mm_prefetch((const char *)b0 + WK_Q2_L2_AHEAD + off, _MM_HINT_T1);
-        if (b1 != b0) _mm_prefetch((const char *)b1 + WK_Q2_L2_AHEAD + off, _MM_HINT_T1);
+        _mm_prefetch((const char *)b0 + WK_L2_AHEAD + off, _MM_HINT_T1);
+        if (b1 != b0) _mm_prefetch((const char *)b1 + WK_L2_AHEAD + off, _MM_HINT_T1);
     }
 }
 
@@ -156,16 +159,16 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 }
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
- * b1 = b0), the two groups' blocks b0 and b1 prefetched, ahead bytes ahead (but Q4_K's and
- * Q6_K's, which prefetch their own slices: wk_prefetch_pair_slice; and Q2_K's, into L2:
- * wk_prefetch_pair_l2), then CALL. */
-#define WK_PAIR_BLOCKS(BB, S, CALL)                                                                \
+ * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows and for Q2_K
+ * into L2 (wk_prefetch_pair_l2); else into L1, ahead bytes ahead (but Q4_K and Q6_K prefetch
+ * their own slices into L1 at every row count: wk_prefetch_pair_slice). */
+#define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
     for (int64_t b = 0; b < nb; b++) {                                                             \
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
-            if ((BB) == sizeof(wk_block_q2_K)) wk_prefetch_pair_l2(b0, b1, 8 * (BB));              \
+            if ((BB) == sizeof(wk_block_q2_K) || (R) >= 2) wk_prefetch_pair_l2(b0, b1, 8 * (BB));  \
             else if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }                                                                                          \
@@ -183,7 +186,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++)                                                            \
                 acc[q][r] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(y + r * ldy + 8 * q);    \
-        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, ahead, acc[2 * p], acc[2 * p + 1]));\
+        WK_PAIR_BLOCKS(BB, R, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, ahead, acc[2 * p], acc[2 * p + 1]));\
         for (int q = 0; q < S; q++)                                                                \
             for (int r = 0; r < R; r++) _mm256_storeu_ps(y + r * ldy + 8 * q, acc[q][r]);          \
     }
@@ -717,7 +720,7 @@ WK_TILES_FN_MOST(wk_vnni_tiles_q4_K_streamed, wk_vnni_q4kz_tiles, 4, 256, false,
                             : (S) == 1 ? _mm512_zextps256_ps512(_mm256_loadu_ps(yp))               \
                                        : _mm512_loadu_ps(yp);                                      \
             }                                                                                      \
-        WK_PAIR_BLOCKS(BB, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));                 \
+        WK_PAIR_BLOCKS(BB, R, S, NAME##_block(R, b0, b1, x, xs, b, nb, aux, acc[p]));                 \
         for (int p = 0; p < P; p++)                                                                \
             for (int r = 0; r < R; r++) {                                                          \
                 float *yp = y + r * ldy + 16 * p;                                                  \
