@@ -74,27 +74,38 @@ static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
     }
 }
 
+/* The 6-bit codes (+32, 0..63) of elements e .. e + 3 (e a multiple of 4) of a Q6_K block as
+ * the 4 bytes of a word: in the file element e's low 4 bits are a nibble of
+ * ql[64 (e / 128) + e % 64] (the high nibble from e % 128 = 64 on) and its high 2 bits are
+ * bits 2 ((e % 128) / 32) of qh[32 (e / 128) + e % 32], 4 adjacent bytes for 4 elements. */
+static uint32_t wk_q6_K_codes4(const wk_block_q6_K *x, int e)
+{
+    const int r = e % 128;
+    uint32_t lo, hi;
+    memcpy(&lo, x->ql + 64 * (e / 128) + r % 64, 4);
+    memcpy(&hi, x->qh + 32 * (e / 128) + r % 32, 4);
+    return ((lo >> (r < 64 ? 0 : 4)) & 0x0f0f0f0fu) | ((hi >> (2 * (r / 32))) & 0x03030303u) << 4;
+}
+
 /* Q6_Kx8: the 6-bit codes (+32, 0..63) of a 16-element group (4 steps) in three 32-byte
  * planes: plane j holds the codes of step j in bits 0-5 and two bits of step 3's codes in
  * bits 6-7 (bits 4-5 in plane 0, 2-3 in plane 1, 0-1 in plane 2), so that a group
- * decodes in 11 vector operations (see repack.h). */
+ * decodes in 11 vector operations (see repack.h). A step's 4 codes move as one word. */
 static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
 {
-    int8_t q[8][WK_QK_K];
+    uint8_t *codes = out + 144;
     for (int c = 0; c < 8; c++) {
         const wk_block_q6_K *x = (const wk_block_q6_K *)blk[c];
         memcpy(out + 2 * c, &x->d, 2);
-        for (int g = 0; g < 16; g++) out[16 + 8 * g + c] = (uint8_t)x->scales[g];
-        wk_q6_K_unpack(x, q[c]);
+        for (int g = 0; g < 16; g++) {
+            out[16 + 8 * g + c] = (uint8_t)x->scales[g];
+            const uint32_t top = wk_q6_K_codes4(x, 16 * g + 12);
+            for (int j = 0; j < 3; j++) {
+                const uint32_t word = wk_q6_K_codes4(x, 16 * g + 4 * j) | ((top >> (4 - 2 * j)) & 0x03030303u) << 6;
+                memcpy(codes + 96 * g + 32 * j + 4 * c, &word, 4);
+            }
+        }
     }
-    uint8_t *codes = out + 144;
-    for (int g = 0; g < 16; g++)
-        for (int j = 0; j < 3; j++)
-            for (int c = 0; c < 8; c++)
-                for (int i = 0; i < 4; i++) {
-                    int v = q[c][16 * g + 4 * j + i] + 32, top = q[c][16 * g + 12 + i] + 32;
-                    codes[96 * g + 32 * j + 4 * c + i] = (uint8_t)(v | ((top >> (4 - 2 * j)) & 3) << 6);
-                }
 }
 
 /* Q2_Kx8: the 2-bit codes of 4 groups (a quad, 64 elements of 8 columns) in 128 bytes, so
