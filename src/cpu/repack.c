@@ -57,20 +57,28 @@ static void wk_k4x8_encode(const uint8_t v[64], uint8_t *out)
                                 ((v[t + 48] >> 4) << 6));
 }
 
+/* x with the bits selected by mask and the bits delta above them exchanged. */
+static inline uint32_t wk_delta_swap(uint32_t x, uint32_t mask, int delta)
+{
+    const uint32_t t = ((x >> delta) ^ x) & mask;
+    return x ^ t ^ (t << delta);
+}
+
 /* Q5_0/Q5_1: the fifth bits as a 32-byte plane in the layout of a step's bytes: byte
  * 4*c + i holds at bit 2*s + h the fifth bit of column c's element 16*h + 4*s + i, so that
- * one shift and one mask put a step's fifth bits at bit 4 of its bytes. */
+ * one shift and one mask put a step's fifth bits at bit 4 of its bytes. In column c's word
+ * that moves bit 16h + 4s + i to bit 8i + 2s + h, a permutation of the bit index's 5 bits
+ * made as 4 exchanges of two of them (h with i0, i1 with s0, s0 with s1, s1 with h). */
 static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
 {
     for (int c = 0; c < 8; c++) {
-        uint32_t bits;
-        memcpy(&bits, qh[c], 4);
-        for (int i = 0; i < 4; i++) {
-            uint8_t v = 0;
-            for (int s = 0; s < 4; s++)
-                for (int h = 0; h < 2; h++) v |= (uint8_t)(((bits >> (16 * h + 4 * s + i)) & 1u) << (2 * s + h));
-            out[4 * c + i] = v;
-        }
+        uint32_t x;
+        memcpy(&x, qh[c], 4);
+        x = wk_delta_swap(x, 0x0000aaaau, 15);
+        x = wk_delta_swap(x, 0x0c0c0c0cu, 2);
+        x = wk_delta_swap(x, 0x00f000f0u, 4);
+        x = wk_delta_swap(x, 0x0000ff00u, 8);
+        memcpy(out + 4 * c, &x, 4);
     }
 }
 
