@@ -82,17 +82,20 @@ static void wk_q5x8_plane(uint8_t *out, const uint8_t *const qh[8])
     }
 }
 
-/* The 6-bit codes (+32, 0..63) of elements e .. e + 3 (e a multiple of 4) of a Q6_K block as
- * the 4 bytes of a word: in the file element e's low 4 bits are a nibble of
- * ql[64 (e / 128) + e % 64] (the high nibble from e % 128 = 64 on) and its high 2 bits are
- * bits 2 ((e % 128) / 32) of qh[32 (e / 128) + e % 32], 4 adjacent bytes for 4 elements. */
-static uint32_t wk_q6_K_codes4(const wk_block_q6_K *x, int e)
+/* The 6-bit codes (+32, 0..63) of a Q6_K block, 4 elements a word: q[e / 4] holds elements
+ * e .. e + 3. In the file element e = 128 n + 32 a + l has its low 4 bits in a nibble of
+ * ql[64 n + 32 (a % 2) + l] (the high nibble for a >= 2) and its high 2 bits at bits 2a of
+ * qh[32 n + l]: 4 adjacent bytes for 4 adjacent elements. */
+static void wk_q6_K_codes(const wk_block_q6_K *x, uint32_t q[WK_QK_K / 4])
 {
-    const int r = e % 128;
-    uint32_t lo, hi;
-    memcpy(&lo, x->ql + 64 * (e / 128) + r % 64, 4);
-    memcpy(&hi, x->qh + 32 * (e / 128) + r % 32, 4);
-    return ((lo >> (r < 64 ? 0 : 4)) & 0x0f0f0f0fu) | ((hi >> (2 * (r / 32))) & 0x03030303u) << 4;
+    for (int n = 0; n < 2; n++)
+        for (int a = 0; a < 4; a++)
+            for (int w = 0; w < 8; w++) {
+                uint32_t lo, hi;
+                memcpy(&lo, x->ql + 64 * n + 32 * (a % 2) + 4 * w, 4);
+                memcpy(&hi, x->qh + 32 * n + 4 * w, 4);
+                q[32 * n + 8 * a + w] = ((lo >> (4 * (a / 2))) & 0x0f0f0f0fu) | ((hi >> (2 * a)) & 0x03030303u) << 4;
+            }
 }
 
 /* Q6_Kx8: the 6-bit codes (+32, 0..63) of a 16-element group (4 steps) in three 32-byte
@@ -104,12 +107,13 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
     uint8_t *codes = out + 144;
     for (int c = 0; c < 8; c++) {
         const wk_block_q6_K *x = (const wk_block_q6_K *)blk[c];
+        uint32_t q[WK_QK_K / 4];
+        wk_q6_K_codes(x, q);
         memcpy(out + 2 * c, &x->d, 2);
         for (int g = 0; g < 16; g++) {
             out[16 + 8 * g + c] = (uint8_t)x->scales[g];
-            const uint32_t top = wk_q6_K_codes4(x, 16 * g + 12);
             for (int j = 0; j < 3; j++) {
-                const uint32_t word = wk_q6_K_codes4(x, 16 * g + 4 * j) | ((top >> (4 - 2 * j)) & 0x03030303u) << 6;
+                const uint32_t word = q[4 * g + j] | ((q[4 * g + 3] >> (4 - 2 * j)) & 0x03030303u) << 6;
                 memcpy(codes + 96 * g + 32 * j + 4 * c, &word, 4);
             }
         }
