@@ -75,7 +75,6 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * 2 KiB ahead 0.90-0.92, none 1.57-1.62. The other formats (one thread, three alternated
  * rounds): 4 rows Q8_0 1.73-2.00 -> 1.44-1.66, Q5_0 1.25-1.40 -> 1.11-1.12, Q4_K 1.19-1.24 ->
  * 1.13-1.15; 2 rows Q5_0 0.99-1.28 -> 0.86-1.10, Q4_K 1.01-1.22 -> 0.98-0.99. */
-#define WK_L2_AHEAD 8192
 WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64) {
