@@ -126,7 +126,8 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
  * + 4c + i, at bits 2 (2 (t / 2) + (G / 2) % 2).
  * In the file, element e is in qs[32 (e / 128) + e % 32] at bits 2 ((e % 128) / 32), and
  * i runs over 4 adjacent bytes on both sides, so the codes move 4 at a time in 32-bit
- * words: a shift and a mask of 0x03030303 pick one 2-bit field of each byte. */
+ * words: a shift and a mask of 0x03030303 pick one 2-bit field of each byte. Below, group
+ * G = 4 quad + 2 gh + gl and step t = 2 th + tl. */
 static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
 {
     for (int c = 0; c < 8; c++) {
