@@ -77,10 +77,8 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * 1.13-1.15; 2 rows Q5_0 0.99-1.28 -> 0.86-1.10, Q4_K 1.01-1.22 -> 0.98-0.99. */
 WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes)
 {
-    for (size_t off = 0; off < bytes; off += 64) {
-        _mm_prefetch((const char *)b0 + WK_L2_AHEAD + off, _MM_HINT_T1);
-        if (b1 != b0) _mm_prefetch((const char *)b1 + WK_L2_AHEAD + off, _MM_HINT_T1);
-    }
+    wk_prefetch_block_l2(b0, bytes);
+    if (b1 != b0) wk_prefetch_block_l2(b1, bytes);
 }
 
 /* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes each) prefetches a
