@@ -152,6 +152,44 @@ static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
     }
 }
 
+/* Q4_Kx8 and Q5_Kx8 (repack.h): a super-block of 8 columns. Q4_K and Q5_K share the header
+ * (d, dmin, 6-bit scales and mins) and the nibbles; Q5_K's fifth bits follow as planes. */
+static void wk_pack_k4(uint8_t *out, const uint8_t *const blk[8], bool q5)
+{
+    uint8_t sc[64], mn[64];
+    const uint8_t *qs[8];
+    for (int c = 0; c < 8; c++) {
+        /* d, dmin and the scales sit at the same offsets in both block types */
+        const wk_block_q4_K *x = (const wk_block_q4_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        memcpy(out + 16 + 2 * c, &x->dmin, 2);
+        for (int j = 0; j < 8; j++) wk_k4_scale_min(x->scales, j, &sc[j * 8 + c], &mn[j * 8 + c]);
+    }
+    wk_k4x8_encode(sc, out + 32);
+    wk_k4x8_encode(mn, out + 80);
+    for (int p = 0; p < 4; p++) {
+        for (int c = 0; c < 8; c++)
+            qs[c] = q5 ? ((const wk_block_q5_K *)blk[c])->qs + 32 * p : ((const wk_block_q4_K *)blk[c])->qs + 32 * p;
+        wk_interleave_qs(out + 128 + 256 * p, qs, 8);
+    }
+    if (!q5) return;
+    /* In the file, element 64 p + 32 h + l has its fifth bit at bit 2 p + h of qh[l]. In the
+     * plane of steps 4 u .. 4 u + 3 of chunk p, byte 4 c + i holds at bit 2 s + h that bit of
+     * column c's element 64 p + 32 h + 4 (4 u + s) + i: one shift and one mask put a step's
+     * fifth bits at bit 4 of its bytes, as in Q5_0x8. */
+    uint8_t *pl = out + 1152;
+    memset(pl, 0, 256);
+    for (int c = 0; c < 8; c++) {
+        const uint8_t *qh = ((const wk_block_q5_K *)blk[c])->qh;
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++)
+                for (int h = 0; h < 2; h++) {
+                    const int step = l / 4, u = step / 4, s = step % 4, i = l % 4;
+                    pl[64 * p + 32 * u + 4 * c + i] |= (uint8_t)(((qh[l] >> (2 * p + h)) & 1) << (2 * s + h));
+                }
+    }
+}
+
 /* Repack one group of 8 rows (src: 8 rows of row_bytes, file layout) into dst, its blocks
  * (8 format blocks each) `stride` bytes apart. */
 static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k, size_t stride)
@@ -201,22 +239,8 @@ static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k
             wk_q5x8_plane(out + 32, qh);
             wk_interleave_qs(out + 64, qs, 4);
             break;
-        case WK_TYPE_Q4_K: {
-            uint8_t sc[64], mn[64];
-            for (int c = 0; c < 8; c++) {
-                const wk_block_q4_K *x = (const wk_block_q4_K *)blk[c];
-                memcpy(out + 2 * c, &x->d, 2);
-                memcpy(out + 16 + 2 * c, &x->dmin, 2);
-                for (int j = 0; j < 8; j++) wk_k4_scale_min(x->scales, j, &sc[j * 8 + c], &mn[j * 8 + c]);
-            }
-            wk_k4x8_encode(sc, out + 32);
-            wk_k4x8_encode(mn, out + 80);
-            for (int p = 0; p < 4; p++) {
-                for (int c = 0; c < 8; c++) qs[c] = ((const wk_block_q4_K *)blk[c])->qs + 32 * p;
-                wk_interleave_qs(out + 128 + 256 * p, qs, 8);
-            }
-            break;
-        }
+        case WK_TYPE_Q4_K: wk_pack_k4(out, blk, false); break;
+        case WK_TYPE_Q5_K: wk_pack_k4(out, blk, true); break;
         case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
         case WK_TYPE_Q2_K: wk_pack_q2_K(out, blk); break;
         default: break;

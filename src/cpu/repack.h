@@ -16,7 +16,7 @@
  * octet, rows 64O..64O+63) the same way, and its kernels read an octet's 8 groups side by
  * side at every row count: one stream (one row from memory, 2 threads: 0.30 ms against
  * 0.37-0.45 with 8 groups apart, where 8 streams had been what kept its activation table
- * in L1). The other K formats' blocks (1152 and 1680 bytes) stay a group apart:
+ * in L1). The other K formats' blocks (1152-1680 bytes) stay a group apart:
  * interleaved, a tile's two halves were two runs of 18-26 lines that start over every
  * block, and from memory took twice the time (Q4_K 0.62 -> 1.3 ms). Rows beyond the last
  * full unit (16 rows, Q2_K 64: wk_repack_unit_rows) keep the file's layout.
@@ -41,7 +41,11 @@
  *     (32 bytes each) and, times 4, of groups 4j + 2, 4j + 3
  *   Q4_Kx8 (1152 bytes per super-block): d[8], dmin[8] (f16); the 6-bit scales and mins
  *     re-encoded for SIMD decoding (see wk_k4x8_encode); qs at 128 + 256*p + 32*s + 4*c + i
- *     = column c's qs[32*p + 4*s + i], p < 4, s < 8. */
+ *     = column c's qs[32*p + 4*s + i], p < 4, s < 8
+ *   Q5_Kx8 (1408 bytes): Q4_Kx8's 1152, then the fifth bits as 8 planes of 32 bytes: at
+ *     1152 + 64*p + 32*u, byte 4*c + i holds at bit 2*s + h the fifth bit of column c's
+ *     element 64*p + 32*h + 4*(4*u + s) + i (step 4*u + s of chunk p; h = 0 the low
+ *     nibbles, 1 the high), as the Q5_0x8 plane does for its 4 steps. */
 #ifndef WICK_CPU_REPACK_H
 #define WICK_CPU_REPACK_H
 
@@ -60,7 +64,7 @@
 
 /* The groups interleaved block by block, for blocks of bb bytes (one block of each of a
  * group's 8 rows): 2 for the 32-element formats (at most 272 bytes), 8 for Q2_K, 1 (groups
- * apart) for Q4_K and Q6_K. (Q2_K's 672 bytes in pairs, WK_PAIRED_MAX=672, took 1.2x the time
+ * apart) for Q4_K, Q5_K and Q6_K. (Q2_K's 672 bytes in pairs, WK_PAIRED_MAX=672, took 1.2x the time
  * at one row from memory, 8 groups side by side: two runs of 11 lines every block.) */
 static inline int wk_repacked_ways(size_t bb)
 {

@@ -96,10 +96,11 @@ WK_INLINE __m256i wk_dup_cols(const uint8_t *v)
     return _mm256_set_m128i(_mm_unpackhi_epi16(w, w), _mm_unpacklo_epi16(w, w));
 }
 
-WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
-                               int64_t nb, const void *aux, __m256 *acc)
+/* Q4_Kx8 and, with Q5, Q5_Kx8 (the fifth bits of the planes at 1152 ORed into the nibbles:
+ * codes up to 31, so the 16-bit sums are widened every 4 steps, 8 products a lane). */
+WK_INLINE void wk_k4x8_block(const int R, const bool Q5, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                             __m256 *acc)
 {
-    (void)nb, (void)aux;
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     uint8_t sc[64], mn[64];
     wk_k4x8_decode(blk + 32, sc);
@@ -109,20 +110,28 @@ WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     for (int p = 0; p < 4; p++) {
         __m256i plo[4], phi[4];
         for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm256_setzero_si256();
+        const __m256i slo = wk_dup_cols(sc + 8 * (2 * p)), shi = wk_dup_cols(sc + 8 * (2 * p + 1));
+        __m256i pl = _mm256_setzero_si256();
         for (int s = 0; s < 8; s++) {
             __m256i v = _mm256_loadu_si256((const __m256i *)(blk + 128 + 256 * p + 32 * s));
             __m256i lo = _mm256_and_si256(v, m4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            if (Q5) {
+                if (s % 4 == 0) pl = _mm256_loadu_si256((const __m256i *)(blk + 1152 + 64 * p + 32 * (s / 4)));
+                lo = _mm256_or_si256(lo, wk_plane_bit4(pl, 2 * (s % 4)));
+                hi = _mm256_or_si256(hi, wk_plane_bit4(pl, 2 * (s % 4) + 1));
+            }
             for (int r = 0; r < R; r++) {
                 const int8_t *xq = ((const wk_block_q8_K *)(x + r * xs) + b)->qs + 64 * p;
                 plo[r] = _mm256_add_epi16(plo[r], _mm256_maddubs_epi16(lo, wk_bcast4(xq + 4 * s)));
                 phi[r] = _mm256_add_epi16(phi[r], _mm256_maddubs_epi16(hi, wk_bcast4(xq + 32 + 4 * s)));
+                if (Q5 ? s % 4 == 3 : s == 7) {
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),
+                                                                         _mm256_madd_epi16(phi[r], shi)));
+                    plo[r] = phi[r] = _mm256_setzero_si256();
+                }
             }
         }
-        __m256i slo = wk_dup_cols(sc + 8 * (2 * p)), shi = wk_dup_cols(sc + 8 * (2 * p + 1));
-        for (int r = 0; r < R; r++)
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo[r], slo),
-                                                                 _mm256_madd_epi16(phi[r], shi)));
     }
     __m256i mnp[4];
     for (int q = 0; q < 4; q++)
@@ -142,11 +151,26 @@ WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, s
     }
     wk_acc_q8_K_min(R, blk, xb, isum, msum, acc);
 }
+WK_INLINE void wk_q4_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    wk_k4x8_block(R, false, blk, x, xs, b, acc);
+}
+WK_INLINE void wk_q5_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    wk_k4x8_block(R, true, blk, x, xs, b, acc);
+}
+WK_TILES_R2(wk_q5_Kx8, sizeof(wk_block_q5_K))
 WK_TILES_R2(wk_q4_Kx8, sizeof(wk_block_q4_K))
 
 /* Two rows share each super-block read (a row at a time read the weights twice: m = 2
  * took 1.5x the time of m = 1). */
 WK_TILES_FN(wk_tiles_q4_K, wk_q4_Kx8_tiles, 2, 256, false, NULL)
+/* Q5_K: the tiles at every row count (it has no many-row kernel). */
+WK_TILES_FN(wk_tiles_q5_K, wk_q5_Kx8_tiles, 2, 256, false, NULL)
 
 /* ---- Q4_1x8, Q5_0x8, Q5_1x8: 4 or 5-bit unsigned codes, with a min or an offset ----------
  * Q5 codes (up to 31) are widened every two loads (8 products per 16-bit lane). */
@@ -321,6 +345,7 @@ wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
     case WK_TYPE_Q8_0: return wk_packed_q8_0;
     case WK_TYPE_Q4_0: return wk_packed_q4_0;
     case WK_TYPE_Q4_K: return wk_packed_q4_K;
+    case WK_TYPE_Q5_K: return wk_tiles_q5_K;
     case WK_TYPE_Q4_1: return wk_packed_q4_1;
     case WK_TYPE_Q5_0: return wk_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_packed_q5_1;

@@ -635,10 +635,12 @@ WK_INLINE __m512i wk512_k4x8_sub(__m512i v, int j)
     return _mm512_cvtepu8_epi32(_mm512_castsi512_si128(q));
 }
 
-WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
-                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
+/* Q4_Kx8 and, with Q5, Q5_Kx8: the fifth bits of its planes (at 1152) ORed into the nibbles;
+ * codes up to 31, so a sum goes to its scale's dpwssd every 2 steps (8 products within int16). */
+WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, const uint8_t *b1, const char *x,
+                                 size_t xs, int64_t b, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
-    (void)nb, (void)aux;
+    const size_t bb = 8 * (Q5 ? sizeof(wk_block_q5_K) : sizeof(wk_block_q4_K));
     const __m512i m4 = _mm512_set1_epi8(0x0f);
     __m512i slo4, shi4, mlo4, mhi4; /* scales and mins of sub-blocks 0-3 and 4-7 */
     wk512_k4x8_decode(b0 + 32, b1 + 32, &slo4, &shi4);
@@ -658,19 +660,26 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
             for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
-            wk_prefetch_pair_slice(b0, b1, 8 * sizeof(wk_block_q4_K), ahead, 2 * p + h, 8);
+            wk_prefetch_pair_slice(b0, b1, bb, ahead, 2 * p + h, 8);
+            const __m512i pl = Q5 ? wk512_pair(b0 + 1152 + 64 * p + 32 * h, b1 + 1152 + 64 * p + 32 * h) : m4;
+            const int j = (2 * p + h) % 4;
             for (int s = 4 * h; s < 4 * h + 4; s++) {
                 const __m512i v = wk512_pair(b0 + 128 + 256 * p + 32 * s, b1 + 128 + 256 * p + 32 * s);
-                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                if (Q5) {
+                    lo = _mm512_or_si512(lo, wk512_plane_bit4(pl, 2 * (s - 4 * h)));
+                    hi = _mm512_or_si512(hi, wk512_plane_bit4(pl, 2 * (s - 4 * h) + 1));
+                }
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 64 * p;
                     plo[r] = _mm512_dpbusd_epi32(plo[r], lo, wk_bcast4z(xq + 4 * s));
                     phi[r] = _mm512_dpbusd_epi32(phi[r], hi, wk_bcast4z(xq + 32 + 4 * s));
+                    if (Q5 ? s % 2 == 1 : s == 4 * h + 3) {
+                        ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
+                        plo[r] = phi[r] = _mm512_setzero_si512();
+                    }
                 }
             }
-            const int j = (2 * p + h) % 4;
-            for (int r = 0; r < R; r++)
-                ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
         }
     }
     /* the mins of sub-blocks 2q, 2q + 1 as an int16 pair a column: within each 128-bit lane
@@ -692,7 +701,20 @@ WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t 
     }
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
+WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb, (void)aux;
+    wk_vnni_k4z_block(R, false, b0, b1, x, xs, b, ahead, acc0, acc1);
+}
+WK_INLINE void wk_vnni_q5kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb, (void)aux;
+    wk_vnni_k4z_block(R, true, b0, b1, x, xs, b, ahead, acc0, acc1);
+}
 WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
+WK_PAIR_TILES(wk_vnni_q5kz, sizeof(wk_block_q5_K))
 /* The tiles (4 rows, repeated) at every row count: with the loops over a super-block's
  * sub-blocks unrolled (the chains in registers, not an array in memory) they took 0.66-0.70
  * of the AVX2 many-row kernel's time from 32 to 256 rows (Zen 5, one thread, [1024, 4096]
@@ -700,6 +722,8 @@ WK_PAIR_TILES(wk_vnni_q4kz, sizeof(wk_block_q4_K))
 WK_TILES_FN(wk_vnni_tiles_q4_K, wk_vnni_q4kz_tiles, 4, 256, false, NULL)
 /* For weights read from memory: one row one group at a time (wk_cpu_repacked_gemm_streamed). */
 WK_TILES_FN_MOST(wk_vnni_tiles_q4_K_streamed, wk_vnni_q4kz_tiles, 4, 256, false, NULL, 0)
+/* Q5_K: the same tiles with its fifth bits, at every row count. */
+WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
 
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
@@ -872,6 +896,7 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_0: return wk_vnni_gemm_q5_0;
     case WK_TYPE_Q5_1: return wk_vnni_gemm_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
+    case WK_TYPE_Q5_K: return wk_vnni_tiles_q5_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     default: return NULL;
