@@ -168,7 +168,7 @@ static void test_act_quantizers(wk_isa isa)
 }
 
 /* The repacked types, the kernels' input for the tests below. */
-static const wk_type repacked_types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q5_K, WK_TYPE_Q4_1,
+static const wk_type repacked_types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q5_K, WK_TYPE_Q3_K, WK_TYPE_Q4_1,
                                          WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
 
 /* A repacked-kernel case: nc random weight columns of type t (quantized: w, repacked in

@@ -128,6 +128,26 @@ static void wk_pack_q6_K(uint8_t *out, const uint8_t *const blk[8])
  * i runs over 4 adjacent bytes on both sides, so the codes move 4 at a time in 32-bit
  * words: a shift and a mask of 0x03030303 pick one 2-bit field of each byte. Below, group
  * G = 4 quad + 2 gh + gl and step t = 2 th + tl. */
+/* Column c's 2-bit codes qs (the Q2_K and Q3_K order) as the quads of repack.h's Q2_Kx8, at
+ * out + 128 * quad + 64 * tl + 32 * gl + 4 * c. */
+static void wk_pack_quads(uint8_t *out, const uint8_t *qs, int c)
+{
+    for (int quad = 0; quad < 4; quad++)
+        for (int tl = 0; tl < 2; tl++)
+            for (int gl = 0; gl < 2; gl++) {
+                uint32_t word = 0;
+                for (int th = 0; th < 2; th++) {
+                    uint32_t src;
+                    memcpy(&src, qs + 32 * (quad / 2) + 16 * gl + 4 * (2 * th + tl), 4);
+                    for (int gh = 0; gh < 2; gh++) {
+                        int from = 2 * (2 * (quad % 2) + gh), to = 2 * (2 * th + gh);
+                        word |= ((src >> from) & 0x03030303u) << to;
+                    }
+                }
+                memcpy(out + 128 * quad + 64 * tl + 32 * gl + 4 * c, &word, 4);
+            }
+}
+
 static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
 {
     for (int c = 0; c < 8; c++) {
@@ -135,21 +155,35 @@ static void wk_pack_q2_K(uint8_t *out, const uint8_t *const blk[8])
         memcpy(out + 2 * c, &x->d, 2);
         memcpy(out + 16 + 2 * c, &x->dmin, 2);
         for (int g = 0; g < 16; g++) out[32 + 8 * g + c] = x->scales[g];
-        for (int quad = 0; quad < 4; quad++)
-            for (int tl = 0; tl < 2; tl++)
-                for (int gl = 0; gl < 2; gl++) {
-                    uint32_t word = 0;
-                    for (int th = 0; th < 2; th++) {
-                        uint32_t src;
-                        memcpy(&src, x->qs + 32 * (quad / 2) + 16 * gl + 4 * (2 * th + tl), 4);
-                        for (int gh = 0; gh < 2; gh++) {
-                            int from = 2 * (2 * (quad % 2) + gh), to = 2 * (2 * th + gh);
-                            word |= ((src >> from) & 0x03030303u) << to;
-                        }
-                    }
-                    memcpy(out + 160 + 128 * quad + 64 * tl + 32 * gl + 4 * c, &word, 4);
-                }
+        wk_pack_quads(out + 160, x->qs, c);
     }
+}
+
+/* Q3_Kx8 (repack.h). In the file element 128 n + 32 j + l has its third bit at bit 4 n + j of
+ * hmask[l]; in the plane of quad q and group half gl, byte 4 c + i holds at bit t (group
+ * 4 q + gl) or 4 + t (group 4 q + 2 + gl) the bit of step t's element i. */
+static void wk_pack_q3_K(uint8_t *out, const uint8_t *const blk[8])
+{
+    uint8_t sc[128];
+    for (int c = 0; c < 8; c++) {
+        const wk_block_q3_K *x = (const wk_block_q3_K *)blk[c];
+        memcpy(out + 2 * c, &x->d, 2);
+        for (int g = 0; g < 16; g++) sc[g * 8 + c] = (uint8_t)wk_q3_scale(x->scales, g); /* stored: the value + 32 */
+        wk_pack_quads(out + 112, x->qs, c);
+        for (int quad = 0; quad < 4; quad++)
+            for (int gl = 0; gl < 2; gl++) {
+                const int bit = 4 * (quad / 2) + 2 * (quad % 2); /* of the quad's first group */
+                uint32_t word = 0; /* 4 elements (i) a word, one bit of each byte at a time */
+                for (int t = 0; t < 4; t++) {
+                    uint32_t w;
+                    memcpy(&w, x->hmask + 16 * gl + 4 * t, 4);
+                    for (int gh = 0; gh < 2; gh++) word |= ((w >> (bit + gh)) & 0x01010101u) << (4 * gh + t);
+                }
+                memcpy(out + 624 + 32 * (2 * quad + gl) + 4 * c, &word, 4);
+            }
+    }
+    wk_k4x8_encode(sc, out + 16);
+    wk_k4x8_encode(sc + 64, out + 64);
 }
 
 /* Q4_Kx8 and Q5_Kx8 (repack.h): a super-block of 8 columns. Q4_K and Q5_K share the header
@@ -177,16 +211,18 @@ static void wk_pack_k4(uint8_t *out, const uint8_t *const blk[8], bool q5)
      * plane of steps 4 u .. 4 u + 3 of chunk p, byte 4 c + i holds at bit 2 s + h that bit of
      * column c's element 64 p + 32 h + 4 (4 u + s) + i: one shift and one mask put a step's
      * fifth bits at bit 4 of its bytes, as in Q5_0x8. */
-    uint8_t *pl = out + 1152;
-    memset(pl, 0, 256);
     for (int c = 0; c < 8; c++) {
         const uint8_t *qh = ((const wk_block_q5_K *)blk[c])->qh;
         for (int p = 0; p < 4; p++)
-            for (int l = 0; l < 32; l++)
-                for (int h = 0; h < 2; h++) {
-                    const int step = l / 4, u = step / 4, s = step % 4, i = l % 4;
-                    pl[64 * p + 32 * u + 4 * c + i] |= (uint8_t)(((qh[l] >> (2 * p + h)) & 1) << (2 * s + h));
+            for (int u = 0; u < 2; u++) {
+                uint32_t word = 0; /* 4 elements (i) a word, one bit of each byte at a time */
+                for (int s = 0; s < 4; s++) {
+                    uint32_t w;
+                    memcpy(&w, qh + 4 * (4 * u + s), 4);
+                    for (int h = 0; h < 2; h++) word |= ((w >> (2 * p + h)) & 0x01010101u) << (2 * s + h);
                 }
+                memcpy(out + 1152 + 64 * p + 32 * u + 4 * c, &word, 4);
+            }
     }
 }
 
@@ -243,6 +279,7 @@ static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k
         case WK_TYPE_Q5_K: wk_pack_k4(out, blk, true); break;
         case WK_TYPE_Q6_K: wk_pack_q6_K(out, blk); break;
         case WK_TYPE_Q2_K: wk_pack_q2_K(out, blk); break;
+        case WK_TYPE_Q3_K: wk_pack_q3_K(out, blk); break;
         default: break;
         }
         out += stride;

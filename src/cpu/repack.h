@@ -45,7 +45,11 @@
  *   Q5_Kx8 (1408 bytes): Q4_Kx8's 1152, then the fifth bits as 8 planes of 32 bytes: at
  *     1152 + 64*p + 32*u, byte 4*c + i holds at bit 2*s + h the fifth bit of column c's
  *     element 64*p + 32*h + 4*(4*u + s) + i (step 4*u + s of chunk p; h = 0 the low
- *     nibbles, 1 the high), as the Q5_0x8 plane does for its 4 steps. */
+ *     nibbles, 1 the high), as the Q5_0x8 plane does for its 4 steps
+ *   Q3_Kx8 (880 bytes): d[8]; the 16 x 8 stored 6-bit scales (value + 32, index 8*g + c) as
+ *     two wk_k4x8_encode halves at 16 and 64; at 112 the 2-bit codes in Q2_Kx8's quads; at
+ *     624 + 32*(2*j + h) the third bits of quad j's groups 4j + h and 4j + 2 + h: byte 4*c + i
+ *     holds at bit t (4 + t) that of the first (second) group's step t element i. */
 #ifndef WICK_CPU_REPACK_H
 #define WICK_CPU_REPACK_H
 

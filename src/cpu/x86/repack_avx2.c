@@ -328,6 +328,57 @@ WK_OCTET_TILES(WK_TILE, wk_q2_Kx8, sizeof(wk_block_q2_K))
 
 WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 
+/* ---- Q3_Kx8: 3-bit codes (value + 4), signed 6-bit scale per 16 elements ----------------
+ * A tile of R rows (1 to 4) x 8 columns, at every row count: two loads of a quad's codes and
+ * one of its third-bit plane give the 4 steps of two groups (repack.h); per row and group the
+ * 16-bit sums start at -4 x the group's block sum (in the low lane of each column's pair) and
+ * one madd with the group's scales widens them. The float step is Q6_K's. */
+WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+                               int64_t nb, const void *aux, __m256 *acc)
+{
+    (void)nb, (void)aux;
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), c32 = _mm256_set1_epi16(32);
+    uint8_t sc[128]; /* the stored scales (value + 32), index 8 g + c */
+    wk_k4x8_decode(blk + 16, sc);
+    wk_k4x8_decode(blk + 64, sc + 64);
+    const wk_block_q8_K *xb[4];
+    __m256i isum[4];
+    wk_q8_K_rows(R, x, xs, b, xb, isum);
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) { /* groups 4j + h (q[0..3]) and 4j + 2 + h (q[4..7]) */
+            const uint8_t *c = blk + 112 + 128 * j + 32 * h;
+            const __m256i a = _mm256_loadu_si256((const __m256i *)c), bq = _mm256_loadu_si256((const __m256i *)(c + 64));
+            const __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + 624 + 32 * (2 * j + h)));
+            __m256i q[8];
+            q[0] = _mm256_or_si256(_mm256_and_si256(a, m3), _mm256_and_si256(_mm256_slli_epi16(pl, 2), m4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(bq, m3), _mm256_and_si256(_mm256_slli_epi16(pl, 1), m4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m3), _mm256_and_si256(pl, m4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 1), m4));
+            q[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 2), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 2), m4));
+            q[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 2), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 3), m4));
+            q[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 6), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 4), m4));
+            q[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 6), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 5), m4));
+            for (int e = 0; e < 2; e++) {
+                const int g = 4 * j + 2 * e + h;
+                const __m256i scv = _mm256_sub_epi16(wk_dup_cols(sc + 8 * g), c32);
+                for (int r = 0; r < R; r++) {
+                    const int8_t *xq = xb[r]->qs + 16 * g;
+                    __m256i p = _mm256_add_epi16(_mm256_set1_epi32((uint16_t)(-4 * xb[r]->bsums[g])),
+                                                 _mm256_maddubs_epi16(q[4 * e], wk_bcast4(xq)));
+                    for (int t = 1; t < 4; t++) {
+                        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[4 * e + t], wk_bcast4(xq + 4 * t)));
+                        WK_KEEP(p);
+                    }
+                    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+                }
+            }
+        }
+    wk_acc_q6_K(R, blk, xb, isum, acc);
+}
+WK_TILES_R4(wk_q3_Kx8, sizeof(wk_block_q3_K))
+
+WK_TILES_FN(wk_tiles_q3_K, wk_q3_Kx8_tiles, 4, 256, false, NULL)
+
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
 WK_PACKED_FN(wk, q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS, wk_tiles_q8_0)
 WK_PACKED_FN(wk, q4_0, WK_TYPE_Q4_0, WK_Q4_0_MIN_ROWS, wk_tiles_q4_0)
@@ -346,6 +397,7 @@ wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
     case WK_TYPE_Q4_0: return wk_packed_q4_0;
     case WK_TYPE_Q4_K: return wk_packed_q4_K;
     case WK_TYPE_Q5_K: return wk_tiles_q5_K;
+    case WK_TYPE_Q3_K: return wk_tiles_q3_K;
     case WK_TYPE_Q4_1: return wk_packed_q4_1;
     case WK_TYPE_Q5_0: return wk_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_packed_q5_1;

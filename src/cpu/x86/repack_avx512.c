@@ -725,6 +725,70 @@ WK_TILES_FN_MOST(wk_vnni_tiles_q4_K_streamed, wk_vnni_q4kz_tiles, 4, 256, false,
 /* Q5_K: the same tiles with its fifth bits, at every row count. */
 WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
 
+/* ---- Q3_Kx8 in 512-bit registers, two column groups per register: per two groups of a quad
+ * (repack.h) two loads of each code stream and one of the third-bit plane give their 8 steps
+ * (codes 0..7: the 2-bit code and the third bit times 4); per row and group the sum starts at
+ * -4 x the group's block sum (the values are the codes - 4), takes 4 dpbusd and goes to the
+ * group's signed scale by one dpwssd (its sums of 16 products stay within 16 bits: at most
+ * 16 x 7 x 128 = 14336). The float step is Q6_K's: one multiply-add per super-block. ---- */
+WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                  int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
+{
+    (void)nb, (void)aux, (void)ahead;
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
+    __m512i sv4[4]; /* the stored scales (value + 32) of groups 4v .. 4v + 3, as signed values */
+    wk512_k4x8_decode(b0 + 16, b1 + 16, &sv4[0], &sv4[1]);
+    wk512_k4x8_decode(b0 + 64, b1 + 64, &sv4[2], &sv4[3]);
+    for (int v = 0; v < 4; v++) sv4[v] = _mm512_sub_epi8(sv4[v], _mm512_set1_epi8(32));
+    const wk_block_q8_K *xb[4];
+    __m512i ch[4][4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; j++)
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) { /* groups 4j + h (steps q[0..3]) and 4j + 2 + h (q[4..7]) */
+            const uint8_t *c0 = b0 + 112 + 128 * j + 32 * h, *c1 = b1 + 112 + 128 * j + 32 * h;
+            const __m512i a = wk512_pair(c0, c1), bq = wk512_pair(c0 + 64, c1 + 64);
+            const __m512i pl = wk512_pair(b0 + 624 + 32 * (2 * j + h), b1 + 624 + 32 * (2 * j + h));
+            __m512i q[8];
+            q[0] = _mm512_or_si512(_mm512_and_si512(a, m3), _mm512_and_si512(_mm512_slli_epi16(pl, 2), m4));
+            q[1] = _mm512_or_si512(_mm512_and_si512(bq, m3), _mm512_and_si512(_mm512_slli_epi16(pl, 1), m4));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m3), _mm512_and_si512(pl, m4));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 4), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 1), m4));
+            q[4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 2), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 2), m4));
+            q[5] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 2), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 3), m4));
+            q[6] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 6), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 4), m4));
+            q[7] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 6), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 5), m4));
+            for (int e = 0; e < 2; e++) {
+                const int g = 4 * j + 2 * e + h;
+                /* the group's 8 + 8 signed scales as int32 lanes with zero high halves */
+                const __m512i q64 = _mm512_permutexvar_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 4 + g % 4, g % 4), sv4[g / 4]);
+                const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q64)), low16);
+                for (int r = 0; r < R; r++) {
+                    const int8_t *xq = xb[r]->qs + 16 * g;
+                    __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(-4 * xb[r]->bsums[g]), q[4 * e], wk_bcast4z(xq));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 1], wk_bcast4z(xq + 4));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 2], wk_bcast4z(xq + 8));
+                    p = _mm512_dpbusd_epi32(p, q[4 * e + 3], wk_bcast4z(xq + 12));
+                    ch[r][2 * e + h] = _mm512_dpwssd_epi32(ch[r][2 * e + h], p, sc);
+                }
+            }
+        }
+    __m256i i0[4], i1[4];
+    for (int r = 0; r < R; r++) {
+        const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        i0[r] = _mm512_castsi512_si256(sum);
+        i1[r] = _mm512_extracti64x4_epi64(sum, 1);
+    }
+    wk_acc_q6_K(R, b0, xb, i0, acc0);
+    wk_acc_q6_K(R, b1, xb, i1, acc1);
+}
+WK_PAIR_TILES(wk_vnni_q3kz, sizeof(wk_block_q3_K))
+WK_TILES_FN(wk_vnni_tiles_q3_K, wk_vnni_q3kz_tiles, 4, 256, false, NULL)
+
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
  * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
@@ -897,6 +961,7 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_1: return wk_vnni_gemm_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q5_K: return wk_vnni_tiles_q5_K;
+    case WK_TYPE_Q3_K: return wk_vnni_tiles_q3_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     default: return NULL;
