@@ -240,7 +240,7 @@ WK_INLINE void wk_q6_Kx8_block(const int R, const uint8_t *blk, const char *x, s
         const __m256i sc = wk_q6x8_scales(blk + 16 + 8 * g);
         for (int r = 0; r < R; r++) {
             const int8_t *xq = xb[r]->qs + 16 * g;
-            __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[(r * WK_Q6_SPAN + b) * 16 + g]),
+            __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[(r * WK_OFFS_SPAN + b) * 16 + g]),
                                          _mm256_maddubs_epi16(q[0], wk_bcast4(xq)));
             WK_KEEP(p);
             for (int t = 1; t < 4; t++) {
@@ -258,7 +258,7 @@ static void wk_q6_lane_offs(const int8_t *qs, int32_t *out) { wk_q6x8_lane_offs(
 static void wk_tiles_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                            const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_q6_tiles(wk_q6_Kx8_tiles, wk_q6_lane_offs, 16, -1, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_offset_tiles(wk_q6_Kx8_tiles, wk_q6_lane_offs, 16, sizeof(wk_block_q6_K), -1, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q2_Kx8: 2-bit codes, 4-bit scale and min per 16 elements ------------------------
@@ -336,7 +336,8 @@ WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
 {
-    (void)nb, (void)aux;
+    (void)nb;
+    const int32_t *lo = aux;
     const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), c32 = _mm256_set1_epi16(32);
     uint8_t sc[128]; /* the stored scales (value + 32), index 8 g + c */
     wk_k4x8_decode(blk + 16, sc);
@@ -363,7 +364,7 @@ WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, s
                 const __m256i scv = _mm256_sub_epi16(wk_dup_cols(sc + 8 * g), c32);
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 16 * g;
-                    __m256i p = _mm256_add_epi16(_mm256_set1_epi32((uint16_t)(-4 * xb[r]->bsums[g])),
+                    __m256i p = _mm256_add_epi16(_mm256_set1_epi32(lo[(r * WK_OFFS_SPAN + b) * 16 + g]),
                                                  _mm256_maddubs_epi16(q[4 * e], wk_bcast4(xq)));
                     for (int t = 1; t < 4; t++) {
                         p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[4 * e + t], wk_bcast4(xq + 4 * t)));
@@ -377,7 +378,12 @@ WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, s
 }
 WK_TILES_R4(wk_q3_Kx8, sizeof(wk_block_q3_K))
 
-WK_TILES_FN(wk_tiles_q3_K, wk_q3_Kx8_tiles, 4, 256, false, NULL)
+static void wk_q3_lane_offs(const int8_t *qs, int32_t *out) { wk_q3x8_lane_offs(qs, out); }
+static void wk_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                          const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_offset_tiles(wk_q3_Kx8_tiles, wk_q3_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x, xs, y, ldy);
+}
 
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */
 WK_PACKED_FN(wk, q8_0, WK_TYPE_Q8_0, WK_Q8_0_MIN_ROWS, wk_tiles_q8_0)

@@ -135,7 +135,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(s8), low16);
             for (int r = 0; r < R; r++) {
                 const int8_t *xq = xb[r]->qs + 16 * g;
-                const int32_t *lr = lo + (r * WK_Q6_SPAN + b) * 32 + 2 * g;
+                const int32_t *lr = lo + (r * WK_OFFS_SPAN + b) * 32 + 2 * g;
                 __m512i a = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[0]), q0, wk_bcast4z(xq));
                 __m512i c = _mm512_dpbusd_epi32(_mm512_set1_epi32(lr[1]), q2, wk_bcast4z(xq + 8));
                 a = _mm512_dpbusd_epi32(a, q1, wk_bcast4z(xq + 4));
@@ -157,15 +157,18 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
  * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows and for Q2_K
- * into L2 (wk_prefetch_pair_l2); else into L1, ahead bytes ahead (but Q4_K and Q6_K prefetch
- * their own slices into L1 at every row count: wk_prefetch_pair_slice). */
+ * and Q3_K into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5, [8192, 4096] from memory,
+ * three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two 0.83-0.97 -> 0.65-0.77);
+ * else into L1, ahead bytes ahead (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1
+ * at every row count: wk_prefetch_pair_slice). */
 #define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
     for (int64_t b = 0; b < nb; b++) {                                                             \
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
-            if ((BB) == sizeof(wk_block_q2_K) || (R) >= 2) wk_prefetch_pair_l2(b0, b1, 8 * (BB));  \
+            if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2)                  \
+                wk_prefetch_pair_l2(b0, b1, 8 * (BB));                                                    \
             else if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
         }                                                                                          \
@@ -203,14 +206,14 @@ WK_PAIR_TILES(wk_vnni_q6z, sizeof(wk_block_q6_K))
 static void wk_vnni_packed_q6_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, -1, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_offset_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, sizeof(wk_block_q6_K), -1, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 /* The same for weights read from memory: one row one group at a time (repack.h,
  * wk_cpu_repacked_gemm_streamed). */
 static void wk_vnni_packed_q6_K_streamed(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                          const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_q6_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, 0, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_offset_tiles(wk_vnni_q6z_tiles, wk_vnni_q6_lane_offs, 32, sizeof(wk_block_q6_K), 0, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- Q2_Kx8 in 512-bit registers, two column groups per register (as Q6_K above): per two
@@ -728,13 +731,15 @@ WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
 /* ---- Q3_Kx8 in 512-bit registers, two column groups per register: per two groups of a quad
  * (repack.h) two loads of each code stream and one of the third-bit plane give their 8 steps
  * (codes 0..7: the 2-bit code and the third bit times 4); per row and group the sum starts at
- * -4 x the group's block sum (the values are the codes - 4), takes 4 dpbusd and goes to the
+ * the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum; the values are the codes -
+ * 4), takes 4 dpbusd and goes to the
  * group's signed scale by one dpwssd (its sums of 16 products stay within 16 bits: at most
  * 16 x 7 x 128 = 14336). The float step is Q6_K's: one multiply-add per super-block. ---- */
 WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
-    (void)nb, (void)aux, (void)ahead;
+    (void)nb, (void)ahead;
+    const int32_t *lo = aux;
     const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
     __m512i sv4[4]; /* the stored scales (value + 32) of groups 4v .. 4v + 3, as signed values */
     wk512_k4x8_decode(b0 + 16, b1 + 16, &sv4[0], &sv4[1]);
@@ -769,7 +774,7 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
                 const __m512i sc = _mm512_and_si512(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(q64)), low16);
                 for (int r = 0; r < R; r++) {
                     const int8_t *xq = xb[r]->qs + 16 * g;
-                    __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(-4 * xb[r]->bsums[g]), q[4 * e], wk_bcast4z(xq));
+                    __m512i p = _mm512_dpbusd_epi32(_mm512_set1_epi32(lo[(r * WK_OFFS_SPAN + b) * 16 + g]), q[4 * e], wk_bcast4z(xq));
                     p = _mm512_dpbusd_epi32(p, q[4 * e + 1], wk_bcast4z(xq + 4));
                     p = _mm512_dpbusd_epi32(p, q[4 * e + 2], wk_bcast4z(xq + 8));
                     p = _mm512_dpbusd_epi32(p, q[4 * e + 3], wk_bcast4z(xq + 12));
@@ -787,7 +792,13 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q3kz, sizeof(wk_block_q3_K))
-WK_TILES_FN(wk_vnni_tiles_q3_K, wk_vnni_q3kz_tiles, 4, 256, false, NULL)
+static void wk_vnni_q3_lane_offs(const int8_t *qs, int32_t *out) { wk_q3x8_lane_offs(qs, out); }
+static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                               const void *x, size_t xs, float *y, size_t ldy)
+{
+    wk_run_offset_tiles(wk_vnni_q3kz_tiles, wk_vnni_q3_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x,
+                        xs, y, ldy);
+}
 
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane

@@ -231,31 +231,45 @@ WK_INLINE void wk_leg_codes(const uint8_t *blk, int qoff, int moff, bool q5, int
     }
 }
 
-/* Q6_K tiles of up to 4 rows: the lane offsets of the codes' +32 (lane_offs: NLO int32 per
- * super-block and row, 16 for the AVX2 tiles and 32 for the AVX-512 ones, made once per span
- * of WK_Q6_SPAN super-blocks for all the column groups; a later span adds to y); one-row
+/* Tiles of up to 4 rows of a K format whose codes are stored plus an offset (Q6_K +32, Q3_K
+ * +4), over blocks of block_bytes: the rows' lane offsets, where a group's sums start so that
+ * the offset needs no correction (lane_offs: NLO int32 per super-block and row, made once per
+ * span of WK_OFFS_SPAN super-blocks for all the column groups; a later span adds to y); one-row
  * tiles most1 groups side by side (wk_tile_most). */
-#define WK_Q6_SPAN 32 /* super-blocks whose lane offsets are made at once */
-WK_INLINE void wk_run_q6_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(const int8_t *, int32_t *),
-                               const int nlo, int most1, int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                               const void *x, size_t xs, float *y, size_t ldy)
+#define WK_OFFS_SPAN 32 /* super-blocks whose lane offsets are made at once */
+WK_INLINE void wk_run_offset_tiles(wk_tile_fn const tiles[4][4], void (*lane_offs)(const int8_t *, int32_t *),
+                                   const int nlo, size_t block_bytes, int most1, int64_t k, int64_t nr, int64_t nc,
+                                   const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ldy)
 {
     int64_t nb = k / 256;
-    int32_t lo[4 * WK_Q6_SPAN * 32];
+    int32_t lo[4 * WK_OFFS_SPAN * 32];
     for (int64_t r0 = 0; r0 < nr; r0 += 4) {
         int R = nr - r0 < 4 ? (int)(nr - r0) : 4;
         const char *xr = (const char *)x + r0 * xs;
-        for (int64_t b0 = 0; b0 < nb; b0 += WK_Q6_SPAN) {
-            int64_t sb = nb - b0 < WK_Q6_SPAN ? nb - b0 : WK_Q6_SPAN;
+        for (int64_t b0 = 0; b0 < nb; b0 += WK_OFFS_SPAN) {
+            int64_t sb = nb - b0 < WK_OFFS_SPAN ? nb - b0 : WK_OFFS_SPAN;
             for (int r = 0; r < R; r++)
                 for (int64_t b = 0; b < sb; b++)
                     lane_offs(((const wk_block_q8_K *)(xr + r * xs) + b0 + b)->qs,
-                              lo + (r * WK_Q6_SPAN + b) * nlo);
-            const size_t bb = 8 * sizeof(wk_block_q6_K);
+                              lo + (r * WK_OFFS_SPAN + b) * nlo);
+            const size_t bb = 8 * block_bytes;
             wk_tile_groups(wk_tile_most(R, most1), tiles[R - 1], nc / 8, sb,
                            (const uint8_t *)w + wk_repacked_at(0, b0, 8 * ws, bb), 8 * ws, bb,
                            xr + b0 * sizeof(wk_block_q8_K), xs, lo, b0 == 0, y + r0 * ldy, ldy);
         }
+    }
+}
+
+/* The lane offsets of a row's Q8_K super-block (qs: its 256 quants) for Q3_K's codes (value
+ * + 4): out[g] = -4 times group g's sum, zero-extended from 16 bits, so that it sits in the
+ * low 16-bit lane of each column's 32-bit lane (the sums of (code - 4) * x over a group fit 16
+ * bits: 16 products of at most 4 * 128 or 3 * 128). */
+WK_INLINE void wk_q3x8_lane_offs(const int8_t *qs, int32_t out[16])
+{
+    for (int g = 0; g < 16; g++) {
+        int s = 0;
+        for (int i = 0; i < 16; i++) s += qs[16 * g + i];
+        out[g] = (int32_t)(uint16_t)(-4 * s);
     }
 }
 
