@@ -168,7 +168,7 @@ static void test_act_quantizers(wk_isa isa)
 }
 
 /* The repacked types, the kernels' input for the tests below. */
-static const wk_type repacked_types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q5_K, WK_TYPE_Q3_K, WK_TYPE_Q4_1,
+static const wk_type repacked_types[] = {WK_TYPE_Q8_0, WK_TYPE_Q8_1, WK_TYPE_Q8_K, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q5_K, WK_TYPE_Q3_K, WK_TYPE_Q4_1,
                                          WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
 
 /* A repacked-kernel case: nc random weight columns of type t (quantized: w, repacked in
@@ -545,6 +545,89 @@ static void test_q2_K_extremes(wk_isa isa)
     }
 }
 
+/* Q8_K activation rows (nb super-blocks each) of -128 and 127 in patterns that vary with the
+ * row and block, with their block sums. */
+static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb)
+{
+    for (int r = 0; r < nr; r++)
+        for (int b = 0; b < nb; b++) {
+            wk_block_q8_K *xb = &x[r * nb + b];
+            xb->d = 1.0f;
+            for (int i = 0; i < 256; i++)
+                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -128 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -128));
+            for (int g = 0; g < 16; g++) {
+                int sum = 0;
+                for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
+                xb->bsums[g] = (int16_t)sum;
+            }
+        }
+}
+
+/* The repacked kernel of K type t at 1 to nr rows on the weight w (nc rows of nb super-blocks
+ * in the file's layout, codes at their extremes) against the scalar kernel, within 1e-6 of the
+ * sum of |products|: a 16-bit sum that wrapped would be off by 65536 x a scale. */
+static void check_k_extremes(wk_isa isa, wk_type t, const void *w, int nc, int nb, const wk_block_q8_K *x, int nr)
+{
+    const wk_type_traits *tr = wk_traits(t);
+    const int64_t k = 256 * nb;
+    const size_t ws = (size_t)nb * tr->block_bytes, xs = (size_t)nb * sizeof(wk_block_q8_K);
+    void *wp = malloc(ws * nc);
+    float *ys = malloc(sizeof(float) * nr * nc), *yr = malloc(sizeof(float) * nr * nc);
+    float *wd = malloc(sizeof(float) * k), *xd = malloc(sizeof(float) * k);
+    wk_cpu_repack_rows(t, w, wp, nc, k);
+    wk_cpu_kernels_scalar(t)->gemm_q(k, nr, nc, w, ws, x, xs, yr, nc);
+    for (int m = 1; m <= nr; m++) {
+        wk_cpu_repacked_gemm(t, isa)(k, m, nc, wp, ws, x, xs, ys, nc);
+        for (int r = 0; r < m; r++) {
+            wk_traits(WK_TYPE_Q8_K)->to_f32((const char *)x + r * xs, xd, k);
+            for (int c = 0; c < nc; c++) {
+                tr->to_f32((const char *)w + c * ws, wd, k);
+                double mag = 0;
+                for (int64_t i = 0; i < k; i++) mag += fabs((double)wd[i] * xd[i]);
+                CHECK_MSG(fabs((double)ys[r * nc + c] - yr[r * nc + c]) <= 1e-6 * mag + 1e-6,
+                          "%s extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, wk_isa_name(isa), m,
+                          r, c, ys[r * nc + c], yr[r * nc + c]);
+            }
+        }
+    }
+    free(wp), free(ys), free(yr), free(wd), free(xd);
+}
+
+/* Q3_K, Q5_K and Q8_K at their extremes against activations of -128 and 127: Q5_K's codes 31
+ * (the 512-bit tile sums 8 products in the low 16 bits that meet a scale), Q3_K's values 3 and
+ * -4 with scales 31 and -32 (sums from -4 x the block sums), Q8_K's codes -128 and 127 (where
+ * a sign trick would wrap). */
+static void test_k_extremes(wk_isa isa)
+{
+    enum { NC = 32, NR = 6, NB = 2 }; /* 2 pairs of groups */
+    static wk_block_q8_K x[NR * NB];
+    extreme_q8_K_rows(x, NR, NB);
+    static wk_block_q5_K w5[NC * NB];
+    static wk_block_q3_K w3[NC * NB];
+    static wk_block_q8_K w8[NC * NB];
+    for (int c = 0; c < NC; c++)
+        for (int b = 0; b < NB; b++) {
+            const int v = (c + b) % 3;
+            wk_block_q5_K *a = &w5[c * NB + b];
+            memset(a->qs, v == 2 ? 0x00 : 0xff, sizeof a->qs);
+            memset(a->qh, v == 2 ? 0x00 : 0xff, sizeof a->qh);
+            memset(a->scales, v == 1 ? 0x41 : 0xff, sizeof a->scales); /* scales and mins 63, or 1 */
+            a->d = 0x3c00, a->dmin = 0x3c00;
+            wk_block_q3_K *q = &w3[c * NB + b];
+            memset(q->qs, v == 2 ? 0x00 : 0xff, sizeof q->qs);
+            memset(q->hmask, v == 0 ? 0xff : 0x00, sizeof q->hmask); /* values 3, -1 or -4 */
+            memset(q->scales, (c / 3 + b) % 2 ? 0xff : 0x00, sizeof q->scales); /* scales 31 or -32 */
+            q->d = 0x3c00;
+            wk_block_q8_K *e = &w8[c * NB + b];
+            e->d = 1.0f;
+            for (int i = 0; i < 256; i++) e->qs[i] = (int8_t)(v == 0 ? -128 : v == 1 ? 127 : (i % 3 ? -128 : 127));
+            memset(e->bsums, 0, sizeof e->bsums);
+        }
+    check_k_extremes(isa, WK_TYPE_Q5_K, w5, NC, NB, x, NR);
+    check_k_extremes(isa, WK_TYPE_Q3_K, w3, NC, NB, x, NR);
+    check_k_extremes(isa, WK_TYPE_Q8_K, w8, NC, NB, x, NR);
+}
+
 /* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
  * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
  * the K types, 33 super-blocks (across the Q6_K span); 1 to 12 units of groups (pairs; Q2_K
@@ -729,6 +812,7 @@ int main(void)
         test_q5_0_extremes(WK_ISA_AVX2);
         test_q6_K_extremes(WK_ISA_AVX2);
         test_q2_K_extremes(WK_ISA_AVX2);
+        test_k_extremes(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
@@ -742,6 +826,7 @@ int main(void)
         test_q5_0_extremes(WK_ISA_AVX512);
         test_q6_K_extremes(WK_ISA_AVX512);
         test_q2_K_extremes(WK_ISA_AVX512);
+        test_k_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
         test_dense_avx512_vs_avx2();
         test_exact_avx512_vs_avx2();

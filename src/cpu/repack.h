@@ -23,6 +23,9 @@
  *
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
+ *   Q8_1x8 (288 bytes): d[8], s[8] (f16); qs at 32 as Q8_0x8
+ *   Q8_Kx8 (2336 bytes): d[8] (f32); qs at 32 + 32*s + 4*c + i = column c's qs[4*s + i], s < 64;
+ *     the columns' bsums (kept, not read) at 2080 + 32*c
  *   Q4_0x8 (144 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 4
  *   Q4_1x8 (160 bytes): d[8], m[8] (f16); qs at 32 as Q4_0x8
  *   Q5_0x8 (176 bytes): d[8]; at 16 the fifth bits as a 32-byte plane (wk_q5x8_plane); qs at

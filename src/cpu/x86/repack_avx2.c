@@ -36,26 +36,71 @@ static int16_t wk_q8_block_sum_fn(const int8_t *qs) { return wk_q8_block_sum(qs)
 /* The block functions below do one block of one group for R rows (R <= 4): blk is the
  * block, b its index (x: the tile's first row), acc the group's R accumulators. */
 
-/* ---- Q8_0x8 --------------------------------------------------------------------- */
-WK_INLINE void wk_q8_0x8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
+/* ---- Q8_0x8, Q8_1x8 (XB: the activation block; qs at QOFF) ---------------------------- */
+#define WK_Q8X8_TILES(NAME, BB, XB, QOFF)                                                          \
+    WK_INLINE void NAME##_block(const int R, const uint8_t *blk, const char *x, size_t xs,         \
+                                int64_t b, int64_t nb, const void *aux, __m256 *acc)               \
+    {                                                                                              \
+        (void)nb, (void)aux;                                                                       \
+        const __m256i ones = _mm256_set1_epi16(1);                                                 \
+        __m256i isum[4];                                                                           \
+        for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();                              \
+        for (int s = 0; s < 8; s++) {                                                              \
+            __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + (QOFF) + 32 * s));             \
+            __m256i wa = _mm256_sign_epi8(wq, wq);                                                 \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);                      \
+                isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones)); \
+            }                                                                                      \
+        }                                                                                          \
+        WK_ACC_LEG(R, XB, false, blk, x, xs, b, isum, acc);                                        \
+    }                                                                                              \
+    WK_TILES_R2(NAME, BB)
+
+/* Q8_0 and Q8_1 activations lie in [-127, 127] (their quantizer rounds x / (max / 127)), so
+ * the sign trick is exact whatever the codes. */
+WK_Q8X8_TILES(wk_q8_0x8, sizeof(wk_block_q8_0), wk_block_q8_0, 16)
+WK_Q8X8_TILES(wk_q8_1x8, sizeof(wk_block_q8_1), wk_block_q8_1, 32)
+
+WK_TILES_FN(wk_tiles_q8_1, wk_q8_1x8_tiles, 2, 32, false, NULL)
+
+/* ---- Q8_Kx8: codes and activations in [-128, 127] (Q8_K's quantizer gives the largest
+ * magnitude -128), where the sign trick would wrap -(-128): the products in 16 bits by
+ * madd, 4 elements of 4 columns a register, the two halves' column pairs added at the end. */
+WK_INLINE void wk_q8_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
 {
     (void)nb, (void)aux;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i isum[4];
-    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-    for (int s = 0; s < 8; s++) {
-        __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 16 + 32 * s));
-        __m256i wa = _mm256_sign_epi8(wq, wq);
+    const wk_block_q8_K *xb[4];
+    __m256i lo[4], hi[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        lo[r] = hi[r] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 64; s++) {
+        const __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * s));
+        const __m256i w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(wq)); /* columns 0-3 */
+        const __m256i w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(wq, 1)); /* 4-7 */
         for (int r = 0; r < R; r++) {
-            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-            __m256i xv = _mm256_sign_epi8(wk_bcast4(xb->qs + 4 * s), wq);
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));
+            int32_t v;
+            memcpy(&v, xb[r]->qs + 4 * s, 4);
+            const __m256i xv = _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
+            lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(w0, xv));
+            hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(w1, xv));
         }
     }
-    wk_acc_q8_0(R, blk, x, xs, b, isum, acc);
+    /* hadd: columns 0, 1, 4, 5 | 2, 3, 6, 7 -> in order */
+    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+    const __m256 wd = _mm256_loadu_ps((const float *)blk);
+    for (int r = 0; r < R; r++) {
+        const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo[r], hi[r]), order);
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
+    }
 }
-WK_TILES_R2(wk_q8_0x8, sizeof(wk_block_q8_0))
+WK_TILES_R2(wk_q8_Kx8, sizeof(wk_block_q8_K))
+
+WK_TILES_FN(wk_tiles_q8_K, wk_q8_Kx8_tiles, 2, 256, false, NULL)
 
 WK_TILES_FN(wk_tiles_q8_0, wk_q8_0x8_tiles, 2, 32, false, NULL)
 
@@ -404,6 +449,8 @@ wk_gemm_fn wk_avx2_repacked_gemm(wk_type t)
     case WK_TYPE_Q4_K: return wk_packed_q4_K;
     case WK_TYPE_Q5_K: return wk_tiles_q5_K;
     case WK_TYPE_Q3_K: return wk_tiles_q3_K;
+    case WK_TYPE_Q8_1: return wk_tiles_q8_1;
+    case WK_TYPE_Q8_K: return wk_tiles_q8_K;
     case WK_TYPE_Q4_1: return wk_packed_q4_1;
     case WK_TYPE_Q5_0: return wk_packed_q5_0;
     case WK_TYPE_Q5_1: return wk_packed_q5_1;

@@ -886,33 +886,37 @@ WK_VNNI_LEGZ(wk_vnni_q5_1z, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, 
  * the row's block sum (aux), so a row's step is one dpbusd where the 256-bit tile took a
  * sign and a dpbusd for half the columns. |sum| <= 32 x 255 x 127 fits 32 bits; the integer
  * sums equal the 256-bit tile's and the float step is wk_acc_q8_0's, so the bits do. ---- */
-WK_INLINE void wk_vnni_q8_0z_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
-                                   int64_t b, int64_t nb, const void *aux, __m512 *acc)
-{
-    const int16_t *sx = aux;
-    const __m512i bias = _mm512_set1_epi8((char)0x80);
-    __m512i isum[4], isum2[4];
-    for (int r = 0; r < R; r++) {
-        isum[r] = _mm512_set1_epi32(-128 * sx[r * nb + b]);
-        isum2[r] = _mm512_setzero_si512();
-    }
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; s++) {
-        const __m512i v = _mm512_xor_si512(wk512_pair(b0 + 16 + 32 * s, b1 + 16 + 32 * s), bias);
-        for (int r = 0; r < R; r++) {
-            const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-            if (s & 1) isum2[r] = _mm512_dpbusd_epi32(isum2[r], v, wk_bcast4z(xb->qs + 4 * s));
-            else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb->qs + 4 * s));
-        }
-    }
-    const __m512 wd = wk512_halves(b0, b1);
-    for (int r = 0; r < R; r++) {
-        const wk_block_q8_0 *xb = (const wk_block_q8_0 *)(x + r * xs) + b;
-        __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]);
-    }
-}
-WK_PAIRZ_TILES(wk_vnni_q8_0z, sizeof(wk_block_q8_0))
+/* Q8_0x8 and Q8_1x8 (XB: the activation block; qs at QOFF). */
+#define WK_VNNI_Q8Z(NAME, BB, XB, QOFF)                                                            \
+    WK_INLINE void NAME##_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,  \
+                                size_t xs, int64_t b, int64_t nb, const void *aux, __m512 *acc)    \
+    {                                                                                              \
+        const int16_t *sx = aux;                                                                   \
+        const __m512i bias = _mm512_set1_epi8((char)0x80);                                         \
+        __m512i isum[4], isum2[4];                                                                 \
+        for (int r = 0; r < R; r++) {                                                              \
+            isum[r] = _mm512_set1_epi32(-128 * sx[r * nb + b]);                                    \
+            isum2[r] = _mm512_setzero_si512();                                                     \
+        }                                                                                          \
+        _Pragma("GCC unroll 8") for (int s = 0; s < 8; s++) {                                      \
+            const __m512i v = _mm512_xor_si512(wk512_pair(b0 + (QOFF) + 32 * s, b1 + (QOFF) + 32 * s), bias); \
+            for (int r = 0; r < R; r++) {                                                          \
+                const XB *xb = (const XB *)(x + r * xs) + b;                                       \
+                if (s & 1) isum2[r] = _mm512_dpbusd_epi32(isum2[r], v, wk_bcast4z(xb->qs + 4 * s)); \
+                else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb->qs + 4 * s));        \
+            }                                                                                      \
+        }                                                                                          \
+        const __m512 wd = wk512_halves(b0, b1);                                                    \
+        for (int r = 0; r < R; r++) {                                                              \
+            const XB *xb = (const XB *)(x + r * xs) + b;                                           \
+            __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));                       \
+            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]); \
+        }                                                                                          \
+    }                                                                                              \
+    WK_PAIRZ_TILES(NAME, BB)
+WK_VNNI_Q8Z(wk_vnni_q8_0z, sizeof(wk_block_q8_0), wk_block_q8_0, 16)
+WK_VNNI_Q8Z(wk_vnni_q8_1z, sizeof(wk_block_q8_1), wk_block_q8_1, 32)
+
 
 /* Sum of the 32 activation quants of a block. */
 static int16_t wk_vnni_block_sum(const int8_t *qs)
@@ -926,6 +930,50 @@ static int16_t wk_vnni_block_sum(const int8_t *qs)
 }
 
 WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0z_tiles, 4, 32, true, wk_vnni_block_sum)
+/* Q8_1: the same, its rows' block sums from Q8_1 activation blocks, at every row count. */
+static void wk_vnni_packed_q8_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,
+                                size_t xs, float *y, size_t ldy)
+{
+    int16_t sx[4 * (k / 32)];
+    wk_run_tiles(wk_vnni_q8_1z_tiles, 4, -1, k / 32, sx, wk_vnni_block_sum, sizeof(wk_block_q8_1), 4, nr, nc, w, ws,
+                 x, xs, y, ldy);
+}
+
+/* ---- Q8_Kx8 in 512-bit registers, two column groups per register: Q8_0's codes plus 128 over
+ * a super-block of 64 steps, the bias off as -128 x the row's sum (its block sums added). The
+ * float step is one multiply-add of d (f32) x the row's d per super-block. ---- */
+WK_INLINE void wk_vnni_q8kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
+                                  int64_t b, int64_t nb, const void *aux, __m512 *acc)
+{
+    (void)nb, (void)aux;
+    const __m512i bias = _mm512_set1_epi8((char)0x80);
+    const wk_block_q8_K *xb[4];
+    __m512i isum[4], isum2[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
+        __m128i t = _mm_add_epi32(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4e));
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1));
+        isum[r] = _mm512_set1_epi32(-128 * _mm_cvtsi128_si32(t));
+        isum2[r] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < 64; s++) {
+        const __m512i v = _mm512_xor_si512(wk512_pair(b0 + 32 + 32 * s, b1 + 32 + 32 * s), bias);
+        for (int r = 0; r < R; r++) {
+            if (s & 1) isum2[r] = _mm512_dpbusd_epi32(isum2[r], v, wk_bcast4z(xb[r]->qs + 4 * s));
+            else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb[r]->qs + 4 * s));
+        }
+    }
+    const __m512 wd = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float *)b0)),
+                                         _mm256_loadu_ps((const float *)b1), 1);
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])),
+                                 _mm512_mul_ps(wd, _mm512_set1_ps(xb[r]->d)), acc[r]);
+}
+WK_PAIRZ_TILES(wk_vnni_q8kz, sizeof(wk_block_q8_K))
+WK_TILES_FN(wk_vnni_packed_q8_K, wk_vnni_q8kz_tiles, 4, 256, false, NULL)
 
 WK_TILES_FN(wk_vnni_packed_q4_0, wk_vnni_q4_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 
@@ -973,6 +1021,8 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q5_K: return wk_vnni_tiles_q5_K;
     case WK_TYPE_Q3_K: return wk_vnni_tiles_q3_K;
+    case WK_TYPE_Q8_1: return wk_vnni_packed_q8_1;
+    case WK_TYPE_Q8_K: return wk_vnni_packed_q8_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
     case WK_TYPE_Q6_K: return wk_vnni_packed_q6_K;
     default: return NULL;
