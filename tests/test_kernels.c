@@ -545,8 +545,9 @@ static void test_q2_K_extremes(wk_isa isa)
     }
 }
 
-/* Q8_K activation rows (nb super-blocks each) of -128 and 127 in patterns that vary with the
- * row and block, with their block sums. */
+/* Q8_K activation rows (nb super-blocks each) of -127 and 127 (the ends of what the Q8_K
+ * quantizers give: they round x / (max / 127)) in patterns that vary with the row and block,
+ * with their block sums. */
 static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb)
 {
     for (int r = 0; r < nr; r++)
@@ -554,7 +555,7 @@ static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb)
             wk_block_q8_K *xb = &x[r * nb + b];
             xb->d = 1.0f;
             for (int i = 0; i < 256; i++)
-                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -128 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -128));
+                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -127 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -127));
             for (int g = 0; g < 16; g++) {
                 int sum = 0;
                 for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
@@ -564,8 +565,9 @@ static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb)
 }
 
 /* The repacked kernel of K type t at 1 to nr rows on the weight w (nc rows of nb super-blocks
- * in the file's layout, codes at their extremes) against the scalar kernel, within 1e-6 of the
- * sum of |products|: a 16-bit sum that wrapped would be off by 65536 x a scale. */
+ * in the file's layout, codes at their extremes), and the row-major kernel (the rows past the
+ * last repacked unit), against the scalar kernel, within 1e-6 of the sum of |products|: a
+ * 16-bit sum that wrapped would be off by 65536 x a scale. */
 static void check_k_extremes(wk_isa isa, wk_type t, const void *w, int nc, int nb, const wk_block_q8_K *x, int nr)
 {
     const wk_type_traits *tr = wk_traits(t);
@@ -573,30 +575,36 @@ static void check_k_extremes(wk_isa isa, wk_type t, const void *w, int nc, int n
     const size_t ws = (size_t)nb * tr->block_bytes, xs = (size_t)nb * sizeof(wk_block_q8_K);
     void *wp = malloc(ws * nc);
     float *ys = malloc(sizeof(float) * nr * nc), *yr = malloc(sizeof(float) * nr * nc);
-    float *wd = malloc(sizeof(float) * k), *xd = malloc(sizeof(float) * k);
-    wk_cpu_repack_rows(t, w, wp, nc, k);
-    wk_cpu_kernels_scalar(t)->gemm_q(k, nr, nc, w, ws, x, xs, yr, nc);
-    for (int m = 1; m <= nr; m++) {
-        wk_cpu_repacked_gemm(t, isa)(k, m, nc, wp, ws, x, xs, ys, nc);
-        for (int r = 0; r < m; r++) {
-            wk_traits(WK_TYPE_Q8_K)->to_f32((const char *)x + r * xs, xd, k);
-            for (int c = 0; c < nc; c++) {
-                tr->to_f32((const char *)w + c * ws, wd, k);
-                double mag = 0;
-                for (int64_t i = 0; i < k; i++) mag += fabs((double)wd[i] * xd[i]);
-                CHECK_MSG(fabs((double)ys[r * nc + c] - yr[r * nc + c]) <= 1e-6 * mag + 1e-6,
-                          "%s extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name, wk_isa_name(isa), m,
-                          r, c, ys[r * nc + c], yr[r * nc + c]);
-            }
+    float *wd = malloc(sizeof(float) * k * nc), *xd = malloc(sizeof(float) * k);
+    double *mag = malloc(sizeof(double) * nr * nc);
+    for (int c = 0; c < nc; c++) tr->to_f32((const char *)w + c * ws, wd + c * k, k);
+    for (int r = 0; r < nr; r++) {
+        wk_traits(WK_TYPE_Q8_K)->to_f32((const char *)x + r * xs, xd, k);
+        for (int c = 0; c < nc; c++) {
+            double m = 0;
+            for (int64_t i = 0; i < k; i++) m += fabs((double)wd[c * k + i] * xd[i]);
+            mag[r * nc + c] = m;
         }
     }
-    free(wp), free(ys), free(yr), free(wd), free(xd);
+    wk_cpu_repack_rows(t, w, wp, nc, k);
+    wk_cpu_kernels_scalar(t)->gemm_q(k, nr, nc, w, ws, x, xs, yr, nc);
+    for (int m = 0; m <= nr; m++) { /* m = 0: the row-major kernel at nr rows */
+        const int rows = m ? m : nr;
+        if (m) wk_cpu_repacked_gemm(t, isa)(k, m, nc, wp, ws, x, xs, ys, nc);
+        else wk_cpu_kernels_for(t, WK_ISA_AVX2)->gemm_q(k, nr, nc, w, ws, x, xs, ys, nc);
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < nc; c++)
+                CHECK_MSG(fabs((double)ys[r * nc + c] - yr[r * nc + c]) <= 1e-6 * mag[r * nc + c] + 1e-6,
+                          "%s extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g", tr->name,
+                          m ? wk_isa_name(isa) : "row-major avx2", rows, r, c, ys[r * nc + c], yr[r * nc + c]);
+    }
+    free(wp), free(ys), free(yr), free(wd), free(xd), free(mag);
 }
 
-/* Q3_K, Q5_K and Q8_K at their extremes against activations of -128 and 127: Q5_K's codes 31
+/* Q3_K, Q5_K and Q8_K at their extremes against activations of -127 and 127: Q5_K's codes 31
  * (the 512-bit tile sums 8 products in the low 16 bits that meet a scale), Q3_K's values 3 and
- * -4 with scales 31 and -32 (sums from -4 x the block sums), Q8_K's codes -128 and 127 (where
- * a sign trick would wrap). */
+ * -4 with scales 31 and -32 (sums from -4 x the block sums), Q8_K's codes -128 (which a file
+ * may hold) and 127. */
 static void test_k_extremes(wk_isa isa)
 {
     enum { NC = 32, NR = 6, NB = 2 }; /* 2 pairs of groups */

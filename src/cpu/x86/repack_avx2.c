@@ -65,38 +65,27 @@ WK_Q8X8_TILES(wk_q8_1x8, sizeof(wk_block_q8_1), wk_block_q8_1, 32)
 
 WK_TILES_FN(wk_tiles_q8_1, wk_q8_1x8_tiles, 2, 32, false, NULL)
 
-/* ---- Q8_Kx8: codes and activations in [-128, 127] (Q8_K's quantizer gives the largest
- * magnitude -128), where the sign trick would wrap -(-128): the products in 16 bits by
- * madd, 4 elements of 4 columns a register, the two halves' column pairs added at the end. */
+/* ---- Q8_Kx8: Q8_0's sign trick over a super-block of 64 steps (exact: the activations lie in
+ * [-127, 127]), the float step d (f32) x the row's d. */
 WK_INLINE void wk_q8_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
 {
     (void)nb, (void)aux;
+    const __m256i ones = _mm256_set1_epi16(1);
     const wk_block_q8_K *xb[4];
-    __m256i lo[4], hi[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        lo[r] = hi[r] = _mm256_setzero_si256();
-    }
+    __m256i isum[4];
+    wk_q8_K_rows(R, x, xs, b, xb, isum);
     for (int s = 0; s < 64; s++) {
         const __m256i wq = _mm256_loadu_si256((const __m256i *)(blk + 32 + 32 * s));
-        const __m256i w0 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(wq)); /* columns 0-3 */
-        const __m256i w1 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(wq, 1)); /* 4-7 */
+        const __m256i wa = _mm256_sign_epi8(wq, wq);
         for (int r = 0; r < R; r++) {
-            int32_t v;
-            memcpy(&v, xb[r]->qs + 4 * s, 4);
-            const __m256i xv = _mm256_cvtepi8_epi16(_mm_set1_epi32(v));
-            lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(w0, xv));
-            hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(w1, xv));
+            const __m256i xv = _mm256_sign_epi8(wk_bcast4(xb[r]->qs + 4 * s), wq);
+            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xv), ones));
         }
     }
-    /* hadd: columns 0, 1, 4, 5 | 2, 3, 6, 7 -> in order */
-    const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
     const __m256 wd = _mm256_loadu_ps((const float *)blk);
-    for (int r = 0; r < R; r++) {
-        const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo[r], hi[r]), order);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
-    }
+    for (int r = 0; r < R; r++)
+        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_mul_ps(wd, _mm256_set1_ps(xb[r]->d)), acc[r]);
 }
 WK_TILES_R2(wk_q8_Kx8, sizeof(wk_block_q8_K))
 

@@ -940,8 +940,9 @@ static void wk_vnni_packed_q8_1(int64_t k, int64_t nr, int64_t nc, const void *w
 }
 
 /* ---- Q8_Kx8 in 512-bit registers, two column groups per register: Q8_0's codes plus 128 over
- * a super-block of 64 steps, the bias off as -128 x the row's sum (its block sums added). The
- * float step is one multiply-add of d (f32) x the row's d per super-block. ---- */
+ * a super-block of 64 steps (|sum| <= 256 x 255 x 127 fits 32 bits), the bias off as -128 x
+ * the row's sum (its block sums added). The float step is one multiply-add of d (f32) x the
+ * row's d per super-block. ---- */
 WK_INLINE void wk_vnni_q8kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, __m512 *acc)
 {
