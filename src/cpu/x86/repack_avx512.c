@@ -881,12 +881,12 @@ WK_VNNI_LEGZ(wk_vnni_q4_1z, sizeof(wk_block_q4_1), wk_block_q8_1, 32, 0, true, f
 WK_VNNI_LEGZ(wk_vnni_q5_0z, sizeof(wk_block_q5_0), wk_block_q8_0, 48, 16, false, true, 16)
 WK_VNNI_LEGZ(wk_vnni_q5_1z, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, true, 0)
 
-/* ---- Q8_0x8 in 512-bit registers, two column groups per register: the codes plus 128 (one
- * XOR, shared by the rows) are dpbusd's unsigned operand, and the bias comes off as -128 x
- * the row's block sum (aux), so a row's step is one dpbusd where the 256-bit tile took a
- * sign and a dpbusd for half the columns. |sum| <= 32 x 255 x 127 fits 32 bits; the integer
- * sums equal the 256-bit tile's and the float step is wk_acc_q8_0's, so the bits do. ---- */
-/* Q8_0x8 and Q8_1x8 (XB: the activation block; qs at QOFF). */
+/* ---- Q8_0x8 and Q8_1x8 (XB: the activation block; qs at QOFF) in 512-bit registers, two
+ * column groups per register: the codes plus 128 (one XOR, shared by the rows) are dpbusd's
+ * unsigned operand, and the bias comes off as -128 x the row's block sum (aux), so a row's step
+ * is one dpbusd where the 256-bit tile took a sign and a dpbusd for half the columns. |sum| <=
+ * 32 x 255 x 127 fits 32 bits; the integer sums equal the 256-bit tile's and the float step is
+ * wk_acc_q8_0's, so the bits do. ---- */
 #define WK_VNNI_Q8Z(NAME, BB, XB, QOFF)                                                            \
     WK_INLINE void NAME##_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,  \
                                 size_t xs, int64_t b, int64_t nb, const void *aux, __m512 *acc)    \
