@@ -129,7 +129,8 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
 
 /* NAME##_tile_R_S (a wk_tile_fn): the block loop outside, the S groups inside, each group
  * with its own R accumulators, so that S weight streams are read side by side. A block of a
- * group (8 * BB bytes) is prefetched, at 2-4 rows into L2 (wk_prefetch_block_l2), at one row
+ * group (8 * BB bytes) is prefetched, at 2-4 rows and for Q3_K into L2 (wk_prefetch_block_l2;
+ * Q3_K at one row, one thread from memory: 1.39-1.81 -> 1.36-1.40 ms), else at one row
  * into L1 (but Q6_K's, which prefetches its own slices into L1 at every row count: 0.89-0.93 of
  * the time at m = 1-4; Q4_K's and Q2_K's were no faster in slices) and done by
  * NAME##_block(R, blk, x, xs, b, nb, aux, acc): the same operations for a column whatever S,
@@ -144,7 +145,7 @@ WK_INLINE void wk_acc_q6_K(const int R, const uint8_t *blk, const wk_block_q8_K 
         for (int64_t b = 0; b < nb; b++)                                                           \
             for (int q = 0; q < S; q++) {                                                          \
                 const uint8_t *blk = w + wk_repacked_at(q, b, gs, 8 * (BB));                       \
-                if ((R) >= 2) wk_prefetch_block_l2(blk, 8 * (BB));                                 \
+                if ((R) >= 2 || (BB) == sizeof(wk_block_q3_K)) wk_prefetch_block_l2(blk, 8 * (BB));\
                 else if ((BB) != sizeof(wk_block_q6_K)) wk_prefetch_block(blk, 8 * (BB));          \
                 NAME##_block(R, blk, x, xs, b, nb, aux, acc[q]);                                   \
             }                                                                                      \
