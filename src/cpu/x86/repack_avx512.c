@@ -838,6 +838,18 @@ static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w,
         {NAME##_tile_3_1, NAME##_tile_3_2},                                                        \
         {NAME##_tile_4_1, NAME##_tile_4_2}};
 
+/* The float step of a pair of 32-element blocks (XB: the activation block): acc[r] += the
+ * rows' two chains of sums x (the groups' d x row r's d), as wk_acc_q8_0 does per group. */
+#define WK512_ACC_D(R, XB, b0, b1, x, xs, b, isum, isum2, acc)                                     \
+    do {                                                                                           \
+        const __m512 wd_ = wk512_halves(b0, b1);                                                   \
+        for (int r_ = 0; r_ < (R); r_++) {                                                         \
+            const XB *xb_ = (const XB *)((x) + r_ * (xs)) + (b);                                   \
+            const __m512 sc_ = _mm512_mul_ps(wd_, _mm512_set1_ps(_cvtsh_ss(xb_->d)));              \
+            (acc)[r_] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32((isum)[r_], (isum2)[r_])), sc_, (acc)[r_]); \
+        }                                                                                          \
+    } while (0)
+
 /* aux: the rows' block sums, for an OFFSET (Q4_0: 8, Q5_0: 16). */
 #define WK_VNNI_LEGZ(NAME, BB, XB, QOFF, MOFF, HAS_MIN, Q5, OFFSET)                                \
     WK_INLINE void NAME##_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x,  \
@@ -864,14 +876,11 @@ static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w,
                 isum2[r] = _mm512_dpbusd_epi32(isum2[r], hi, wk_bcast4z(xb->qs + 16 + 4 * s));     \
             }                                                                                      \
         }                                                                                          \
-        const __m512 wd = wk512_halves(b0, b1);                                                  \
-        for (int r = 0; r < R; r++) {                                                              \
+        WK512_ACC_D(R, XB, b0, b1, x, xs, b, isum, isum2, acc);                                    \
+        for (int r = 0; r < R && (HAS_MIN); r++) {                                                 \
             const XB *xb = (const XB *)(x + r * xs) + b;                                           \
-            __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));                       \
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]); \
-            if (HAS_MIN)                                                                           \
-                acc[r] = _mm512_fmadd_ps(wk512_halves(b0 + 16, b1 + 16),                         \
-                                         _mm512_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);         \
+            acc[r] = _mm512_fmadd_ps(wk512_halves(b0 + 16, b1 + 16),                               \
+                                     _mm512_set1_ps(_cvtsh_ss(wk_act_s(xb))), acc[r]);             \
         }                                                                                          \
     }                                                                                              \
     WK_PAIRZ_TILES(NAME, BB)
@@ -906,12 +915,7 @@ WK_VNNI_LEGZ(wk_vnni_q5_1z, sizeof(wk_block_q5_1), wk_block_q8_1, 64, 32, true, 
                 else isum[r] = _mm512_dpbusd_epi32(isum[r], v, wk_bcast4z(xb->qs + 4 * s));        \
             }                                                                                      \
         }                                                                                          \
-        const __m512 wd = wk512_halves(b0, b1);                                                    \
-        for (int r = 0; r < R; r++) {                                                              \
-            const XB *xb = (const XB *)(x + r * xs) + b;                                           \
-            __m512 sc = _mm512_mul_ps(wd, _mm512_set1_ps(_cvtsh_ss(xb->d)));                       \
-            acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(isum[r], isum2[r])), sc, acc[r]); \
-        }                                                                                          \
+        WK512_ACC_D(R, XB, b0, b1, x, xs, b, isum, isum2, acc);                                    \
     }                                                                                              \
     WK_PAIRZ_TILES(NAME, BB)
 WK_VNNI_Q8Z(wk_vnni_q8_0z, sizeof(wk_block_q8_0), wk_block_q8_0, 16)
