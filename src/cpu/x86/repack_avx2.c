@@ -365,8 +365,8 @@ WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 /* ---- Q3_Kx8: 3-bit codes (value + 4), signed 6-bit scale per 16 elements ----------------
  * A tile of R rows (1 to 4) x 8 columns, at every row count: two loads of a quad's codes and
  * one of its third-bit plane give the 4 steps of two groups (repack.h); per row and group the
- * 16-bit sums start at -4 x the group's block sum (in the low lane of each column's pair) and
- * one madd with the group's scales widens them. The float step is Q6_K's. */
+ * 16-bit sums start at the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum, in the
+ * low lane of each column's pair) and one madd with the group's scales widens them. The float step is Q6_K's. */
 WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
 {
@@ -412,11 +412,10 @@ WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, s
 }
 WK_TILES_R4(wk_q3_Kx8, sizeof(wk_block_q3_K))
 
-static void wk_q3_lane_offs(const int8_t *qs, int32_t *out) { wk_q3x8_lane_offs(qs, out); }
 static void wk_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                           const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_offset_tiles(wk_q3_Kx8_tiles, wk_q3_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x, xs, y, ldy);
+    wk_run_offset_tiles(wk_q3_Kx8_tiles, wk_q3x8_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x, xs, y, ldy);
 }
 
 /* ---- entry points: the tiles above for few rows, repack_rows_avx2.c for more ------------ */

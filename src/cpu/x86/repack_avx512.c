@@ -732,8 +732,7 @@ WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
  * (repack.h) two loads of each code stream and one of the third-bit plane give their 8 steps
  * (codes 0..7: the 2-bit code and the third bit times 4); per row and group the sum starts at
  * the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum; the values are the codes -
- * 4), takes 4 dpbusd and goes to the
- * group's signed scale by one dpwssd (its sums of 16 products stay within 16 bits: at most
+ * 4), takes 4 dpbusd and goes to the group's signed scale by one dpwssd (its sums of 16 products stay within 16 bits: at most
  * 16 x 7 x 128 = 14336). The float step is Q6_K's: one multiply-add per super-block. ---- */
 WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
@@ -792,11 +791,10 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
 WK_PAIR_TILES(wk_vnni_q3kz, sizeof(wk_block_q3_K))
-static void wk_vnni_q3_lane_offs(const int8_t *qs, int32_t *out) { wk_q3x8_lane_offs(qs, out); }
 static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {
-    wk_run_offset_tiles(wk_vnni_q3kz_tiles, wk_vnni_q3_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x,
+    wk_run_offset_tiles(wk_vnni_q3kz_tiles, wk_q3x8_lane_offs, 16, sizeof(wk_block_q3_K), -1, k, nr, nc, w, ws, x,
                         xs, y, ldy);
 }
 
@@ -935,13 +933,7 @@ static int16_t wk_vnni_block_sum(const int8_t *qs)
 
 WK_TILES_FN(wk_vnni_packed_q8_0, wk_vnni_q8_0z_tiles, 4, 32, true, wk_vnni_block_sum)
 /* Q8_1: the same, its rows' block sums from Q8_1 activation blocks, at every row count. */
-static void wk_vnni_packed_q8_1(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,
-                                size_t xs, float *y, size_t ldy)
-{
-    int16_t sx[4 * (k / 32)];
-    wk_run_tiles(wk_vnni_q8_1z_tiles, 4, -1, k / 32, sx, wk_vnni_block_sum, sizeof(wk_block_q8_1), 4, nr, nc, w, ws,
-                 x, xs, y, ldy);
-}
+WK_TILES_FN_XB(wk_vnni_packed_q8_1, wk_vnni_q8_1z_tiles, 4, 32, true, wk_vnni_block_sum, -1, wk_block_q8_1)
 
 /* ---- Q8_Kx8 in 512-bit registers, two column groups per register: Q8_0's codes plus 128 over
  * a super-block of 64 steps (|sum| <= 256 x 255 x 127 fits 32 bits), the bias off as -128 x

@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cpu/repack.h"
@@ -205,16 +206,19 @@ WK_INLINE void wk_run_tiles(wk_tile_fn const tiles[4][4], int rt, int most1, int
 }
 
 /* FN (a wk_gemm_fn): TILES in row tiles of up to RT rows over blocks of BS, one-row tiles
- * MOST1 groups side by side (wk_tile_most); with SX, the block sums of the rows' Q8_0 blocks,
- * by BSUM, for the types with an offset. WK_TILES_FN: the processor's choice. */
-#define WK_TILES_FN_MOST(FN, TILES, RT, BS, SX, BSUM, MOST1)                                       \
+ * MOST1 groups side by side (wk_tile_most); with SX, the block sums of the rows' activation
+ * blocks (XB: wk_block_q8_0 or wk_block_q8_1), by BSUM, for the tiles that take them.
+ * WK_TILES_FN: Q8_0 blocks, the processor's choice. */
+#define WK_TILES_FN_XB(FN, TILES, RT, BS, SX, BSUM, MOST1, XB)                                     \
     static void FN(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,     \
                    size_t xs, float *y, size_t ldy)                                                \
     {                                                                                              \
         int16_t sx[(SX) ? (RT) * (k / (BS)) : 1];                                                  \
-        wk_run_tiles(TILES, RT, MOST1, k / (BS), (SX) ? sx : NULL, BSUM, sizeof(wk_block_q8_0), 2, \
+        wk_run_tiles(TILES, RT, MOST1, k / (BS), (SX) ? sx : NULL, BSUM, sizeof(XB), offsetof(XB, qs), \
                      nr, nc, w, ws, x, xs, y, ldy);                                                \
     }
+#define WK_TILES_FN_MOST(FN, TILES, RT, BS, SX, BSUM, MOST1)                                       \
+    WK_TILES_FN_XB(FN, TILES, RT, BS, SX, BSUM, MOST1, wk_block_q8_0)
 #define WK_TILES_FN(FN, TILES, RT, BS, SX, BSUM) WK_TILES_FN_MOST(FN, TILES, RT, BS, SX, BSUM, -1)
 
 /* The 4-bit codes of step s of a Q4_1/Q5_0/Q5_1 block (qs at QOFF), and with Q5 the fifth
@@ -265,7 +269,7 @@ WK_INLINE void wk_run_offset_tiles(wk_tile_fn const tiles[4][4], void (*lane_off
  * + 4): out[g] = -4 times group g's sum, zero-extended from 16 bits, so that it sits in the
  * low 16-bit lane of each column's 32-bit lane (the sums of (code - 4) * x over a group fit 16
  * bits: 16 products of at most 4 * 128 or 3 * 128). */
-WK_INLINE void wk_q3x8_lane_offs(const int8_t *qs, int32_t out[16])
+static inline void wk_q3x8_lane_offs(const int8_t *qs, int32_t *out)
 {
     for (int g = 0; g < 16; g++) {
         int s = 0;
