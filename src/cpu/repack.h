@@ -75,7 +75,7 @@
  * at one row from memory, 8 groups side by side: two runs of 11 lines every block.) */
 static inline int wk_repacked_ways(size_t bb)
 {
-    return bb <= WK_PAIRED_MAX ? 2 : bb == 8 * sizeof(wk_block_q2_K) ? 8 : 1;
+    return bb <= WK_PAIRED_MAX ? 2 : bb == 8 * sizeof(wk_block_q2_K) || bb == 8 * sizeof(wk_block_q3_K) ? 8 : 1;
 }
 
 /* Whether a pair's groups are interleaved block by block. */

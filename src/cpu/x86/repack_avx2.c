@@ -364,35 +364,42 @@ WK_TILES_FN(wk_tiles_q2_K, wk_q2_Kx8_tiles, 4, 256, false, NULL)
 
 /* ---- Q3_Kx8: 3-bit codes (value + 4), signed 6-bit scale per 16 elements ----------------
  * A tile of R rows (1 to 4) x 8 columns, at every row count: two loads of a quad's codes and
- * one of its third-bit plane give the 4 steps of two groups (repack.h); per row and group the
- * 16-bit sums start at the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum, in the
- * low lane of each column's pair) and one madd with the group's scales widens them. The float step is Q6_K's. */
+ * one of its third-bit plane give the 4 steps of two groups (repack.h), the second group's at
+ * 4 times their value (its 2-bit codes where the quad keeps them, bits 2-3); per row and group
+ * the 16-bit sums start at the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum,
+ * times 4 for the second group, in the low lane of each column's pair) and one madd with the
+ * group's scales widens them; the second groups' sums are divided by 4 (exactly) at the end.
+ * The float step is Q6_K's. */
 WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, size_t xs, int64_t b,
                                int64_t nb, const void *aux, __m256 *acc)
 {
     (void)nb;
     const int32_t *lo = aux;
-    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), c32 = _mm256_set1_epi16(32);
+    const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), mc = _mm256_set1_epi8(0x0c);
+    const __m256i m16 = _mm256_set1_epi8(0x10), c32 = _mm256_set1_epi16(32);
     uint8_t sc[128]; /* the stored scales (value + 32), index 8 g + c */
     wk_k4x8_decode(blk + 16, sc);
     wk_k4x8_decode(blk + 64, sc + 64);
     const wk_block_q8_K *xb[4];
-    __m256i isum[4];
+    __m256i isum[4], isum4[4];
     wk_q8_K_rows(R, x, xs, b, xb, isum);
+    for (int r = 0; r < R; r++) isum4[r] = _mm256_setzero_si256();
     for (int j = 0; j < 4; j++)
         for (int h = 0; h < 2; h++) { /* groups 4j + h (q[0..3]) and 4j + 2 + h (q[4..7]) */
             const uint8_t *c = blk + 112 + 128 * j + 32 * h;
             const __m256i a = _mm256_loadu_si256((const __m256i *)c), bq = _mm256_loadu_si256((const __m256i *)(c + 64));
+            const __m256i a4 = _mm256_srli_epi16(a, 4), bq4 = _mm256_srli_epi16(bq, 4);
             const __m256i pl = _mm256_loadu_si256((const __m256i *)(blk + 624 + 32 * (2 * j + h)));
+            const __m256i pr1 = _mm256_srli_epi16(pl, 1);
             __m256i q[8];
             q[0] = _mm256_or_si256(_mm256_and_si256(a, m3), _mm256_and_si256(_mm256_slli_epi16(pl, 2), m4));
             q[1] = _mm256_or_si256(_mm256_and_si256(bq, m3), _mm256_and_si256(_mm256_slli_epi16(pl, 1), m4));
-            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), m3), _mm256_and_si256(pl, m4));
-            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 4), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 1), m4));
-            q[4] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 2), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 2), m4));
-            q[5] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 2), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 3), m4));
-            q[6] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 6), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 4), m4));
-            q[7] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(bq, 6), m3), _mm256_and_si256(_mm256_srli_epi16(pl, 5), m4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(a4, m3), _mm256_and_si256(pl, m4));
+            q[3] = _mm256_or_si256(_mm256_and_si256(bq4, m3), _mm256_and_si256(pr1, m4));
+            q[4] = _mm256_or_si256(_mm256_and_si256(a, mc), _mm256_and_si256(pl, m16));
+            q[5] = _mm256_or_si256(_mm256_and_si256(bq, mc), _mm256_and_si256(pr1, m16));
+            q[6] = _mm256_or_si256(_mm256_and_si256(a4, mc), _mm256_and_si256(_mm256_srli_epi16(pl, 2), m16));
+            q[7] = _mm256_or_si256(_mm256_and_si256(bq4, mc), _mm256_and_si256(_mm256_srli_epi16(pl, 3), m16));
             for (int e = 0; e < 2; e++) {
                 const int g = 4 * j + 2 * e + h;
                 const __m256i scv = _mm256_sub_epi16(wk_dup_cols(sc + 8 * g), c32);
@@ -404,13 +411,16 @@ WK_INLINE void wk_q3_Kx8_block(const int R, const uint8_t *blk, const char *x, s
                         p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[4 * e + t], wk_bcast4(xq + 4 * t)));
                         WK_KEEP(p);
                     }
-                    isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+                    if (e == 0) isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(p, scv));
+                    else isum4[r] = _mm256_add_epi32(isum4[r], _mm256_madd_epi16(p, scv));
                 }
             }
         }
+    for (int r = 0; r < R; r++) isum[r] = _mm256_add_epi32(isum[r], _mm256_srai_epi32(isum4[r], 2));
     wk_acc_q6_K(R, blk, xb, isum, acc);
 }
-WK_TILES_R4(wk_q3_Kx8, sizeof(wk_block_q3_K))
+/* An octet's 8 groups side by side at every row count: the layout's one stream (repack.h). */
+WK_OCTET_TILES(WK_TILE, wk_q3_Kx8, sizeof(wk_block_q3_K))
 
 static void wk_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                           const void *x, size_t xs, float *y, size_t ldy)

@@ -729,17 +729,27 @@ WK_TILES_FN_MOST(wk_vnni_tiles_q4_K_streamed, wk_vnni_q4kz_tiles, 4, 256, false,
 WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
 
 /* ---- Q3_Kx8 in 512-bit registers, two column groups per register: per two groups of a quad
- * (repack.h) two loads of each code stream and one of the third-bit plane give their 8 steps
- * (codes 0..7: the 2-bit code and the third bit times 4); per row and group the sum starts at
- * the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum; the values are the codes -
- * 4), takes 4 dpbusd and goes to the group's signed scale by one dpwssd (its sums of 16 products stay within 16 bits: at most
- * 16 x 7 x 128 = 14336). The float step is Q6_K's: one multiply-add per super-block. ---- */
+ * (repack.h) two loads of each code stream and one of the third-bit plane give their 8 steps:
+ * the first group's codes 0..7 (the 2-bit code and the third bit times 4), the second's 4 times
+ * that, where the quad keeps its 2-bit codes (bits 2-3: no shift), so that a step is one
+ * ternary-logic merge of a code stream and a masked plane bit; per row and group the sum starts
+ * at the row's lane offset (wk_q3x8_lane_offs: -4 x the group's sum, times 4 for the second
+ * group; the values are the codes - 4), takes 4 dpbusd and goes to the group's signed scale by
+ * one dpwssd (its sums of 16 products stay within 16 bits: at most 4 x 16 x 4 x 127 = 32512 for
+ * the second group); the second groups' chains are divided by 4 (exactly) at the end. The
+ * float step is Q6_K's: one multiply-add per super-block. ---- */
+/* (A & mask) | B, one vpternlogd: B holds only bits outside the mask. */
+WK_INLINE __m512i wk512_merge_bits(__m512i a, __m512i mask, __m512i b)
+{
+    return _mm512_ternarylogic_epi32(a, mask, b, 0xea);
+}
 WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
     (void)nb, (void)ahead;
     const int32_t *lo = aux;
-    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), mc = _mm512_set1_epi8(0x0c);
+    const __m512i m16 = _mm512_set1_epi8(0x10), low16 = _mm512_set1_epi32(0xffff);
     __m512i sv4[4]; /* the stored scales (value + 32) of groups 4v .. 4v + 3, as signed values */
     wk512_k4x8_decode(b0 + 16, b1 + 16, &sv4[0], &sv4[1]);
     wk512_k4x8_decode(b0 + 64, b1 + 64, &sv4[2], &sv4[3]);
@@ -756,16 +766,18 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
         for (int h = 0; h < 2; h++) { /* groups 4j + h (steps q[0..3]) and 4j + 2 + h (q[4..7]) */
             const uint8_t *c0 = b0 + 112 + 128 * j + 32 * h, *c1 = b1 + 112 + 128 * j + 32 * h;
             const __m512i a = wk512_pair(c0, c1), bq = wk512_pair(c0 + 64, c1 + 64);
+            const __m512i a4 = _mm512_srli_epi16(a, 4), bq4 = _mm512_srli_epi16(bq, 4);
             const __m512i pl = wk512_pair(b0 + 624 + 32 * (2 * j + h), b1 + 624 + 32 * (2 * j + h));
+            const __m512i pr1 = _mm512_srli_epi16(pl, 1);
             __m512i q[8];
-            q[0] = _mm512_or_si512(_mm512_and_si512(a, m3), _mm512_and_si512(_mm512_slli_epi16(pl, 2), m4));
-            q[1] = _mm512_or_si512(_mm512_and_si512(bq, m3), _mm512_and_si512(_mm512_slli_epi16(pl, 1), m4));
-            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), m3), _mm512_and_si512(pl, m4));
-            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 4), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 1), m4));
-            q[4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 2), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 2), m4));
-            q[5] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 2), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 3), m4));
-            q[6] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 6), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 4), m4));
-            q[7] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bq, 6), m3), _mm512_and_si512(_mm512_srli_epi16(pl, 5), m4));
+            q[0] = wk512_merge_bits(a, m3, _mm512_and_si512(_mm512_slli_epi16(pl, 2), m4));
+            q[1] = wk512_merge_bits(bq, m3, _mm512_and_si512(_mm512_slli_epi16(pl, 1), m4));
+            q[2] = wk512_merge_bits(a4, m3, _mm512_and_si512(pl, m4));
+            q[3] = wk512_merge_bits(bq4, m3, _mm512_and_si512(pr1, m4));
+            q[4] = wk512_merge_bits(a, mc, _mm512_and_si512(pl, m16));
+            q[5] = wk512_merge_bits(bq, mc, _mm512_and_si512(pr1, m16));
+            q[6] = wk512_merge_bits(a4, mc, _mm512_and_si512(_mm512_srli_epi16(pl, 2), m16));
+            q[7] = wk512_merge_bits(bq4, mc, _mm512_and_si512(_mm512_srli_epi16(pl, 3), m16));
             for (int e = 0; e < 2; e++) {
                 const int g = 4 * j + 2 * e + h;
                 /* the group's 8 + 8 signed scales as int32 lanes with zero high halves */
@@ -783,14 +795,16 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
         }
     __m256i i0[4], i1[4];
     for (int r = 0; r < R; r++) {
-        const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]),
+                                             _mm512_srai_epi32(_mm512_add_epi32(ch[r][2], ch[r][3]), 2));
         i0[r] = _mm512_castsi512_si256(sum);
         i1[r] = _mm512_extracti64x4_epi64(sum, 1);
     }
     wk_acc_q6_K(R, b0, xb, i0, acc0);
     wk_acc_q6_K(R, b1, xb, i1, acc1);
 }
-WK_PAIR_TILES(wk_vnni_q3kz, sizeof(wk_block_q3_K))
+/* An octet's 8 groups side by side at every row count: the layout's one stream (repack.h). */
+WK_OCTET_TILES(WK_PAIR_TILE, wk_vnni_q3kz, sizeof(wk_block_q3_K))
 static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
                                const void *x, size_t xs, float *y, size_t ldy)
 {

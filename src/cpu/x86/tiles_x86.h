@@ -266,15 +266,17 @@ WK_INLINE void wk_run_offset_tiles(wk_tile_fn const tiles[4][4], void (*lane_off
 }
 
 /* The lane offsets of a row's Q8_K super-block (qs: its 256 quants) for Q3_K's codes (value
- * + 4): out[g] = -4 times group g's sum, zero-extended from 16 bits, so that it sits in the
- * low 16-bit lane of each column's 32-bit lane (the sums of (code - 4) * x over a group fit 16
- * bits: 16 products of at most 4 * 128 or 3 * 128). */
+ * + 4): out[g] = -4 times group g's sum, and 4 times that for the second groups of a quad's
+ * pairs (g % 4 >= 2, whose codes the kernels take at 4 times their value), zero-extended from
+ * 16 bits, so that it sits in the low 16-bit lane of each column's 32-bit lane (the sums of
+ * (code - 4) * x over a group, even times 4, fit 16 bits: 4 x 16 x 4 x 127 = 32512; the
+ * activations of Q8_K never reach -128). */
 static inline void wk_q3x8_lane_offs(const int8_t *qs, int32_t *out)
 {
     for (int g = 0; g < 16; g++) {
         int s = 0;
         for (int i = 0; i < 16; i++) s += qs[16 * g + i];
-        out[g] = (int32_t)(uint16_t)(-4 * s);
+        out[g] = (int32_t)(uint16_t)(-4 * s * (g % 4 >= 2 ? 4 : 1));
     }
 }
 
