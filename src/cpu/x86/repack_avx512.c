@@ -738,10 +738,11 @@ WK_TILES_FN(wk_vnni_tiles_q5_K, wk_vnni_q5kz_tiles, 4, 256, false, NULL)
  * one dpwssd (its sums of 16 products stay within 16 bits: at most 4 x 16 x 4 x 127 = 32512 for
  * the second group); the second groups' chains are divided by 4 (exactly) at the end. The
  * float step is Q6_K's: one multiply-add per super-block. ---- */
-/* (A & mask) | B, one vpternlogd: B holds only bits outside the mask. */
+/* (a & mask) | b, one vpternlogd: b holds only bits outside the mask. b, the operand that the
+ * instruction overwrites, is the one that dies here (a is a code stream read again). */
 WK_INLINE __m512i wk512_merge_bits(__m512i a, __m512i mask, __m512i b)
 {
-    return _mm512_ternarylogic_epi32(a, mask, b, 0xea);
+    return _mm512_ternarylogic_epi32(b, a, mask, 0xf8);
 }
 WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
