@@ -607,7 +607,7 @@ static void check_k_extremes(wk_isa isa, wk_type t, const void *w, int nc, int n
  * may hold) and 127. */
 static void test_k_extremes(wk_isa isa)
 {
-    enum { NC = 64, NR = 6, NB = 2 }; /* 4 pairs of groups; Q3_K one octet */
+    enum { NC = 64, NR = 9, NB = 2 }; /* 4 pairs of groups; Q3_K one octet; past 8 rows (Q3_K's many-row kernel) */
     static wk_block_q8_K x[NR * NB];
     extreme_q8_K_rows(x, NR, NB);
     static wk_block_q5_K w5[NC * NB];

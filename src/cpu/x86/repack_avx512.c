@@ -431,55 +431,64 @@ WK_INLINE void wk_q2z_rows(const int R, const int P, const wk_q2z_unit *u, const
     }
 }
 
-WK_INLINE void wk_q2z_all_rows(const wk_q2z_unit u[2], const char *x, size_t xs, int64_t b, int64_t rb,
-                               float *acc, size_t as)
-{
-    int64_t r = 0;
-    for (; r + 4 <= rb; r += 4) wk_q2z_rows(4, 2, u, x + r * xs, xs, b, acc + as * r, as);
-    switch (rb - r) {
-    case 1: wk_q2z_rows(1, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
-    case 2: wk_q2z_rows(2, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
-    case 3: wk_q2z_rows(3, 2, u, x + r * xs, xs, b, acc + as * r, as); break;
-    default: break;
+/* NAME##_all_rows: the rb rows of a super-block of two decoded units by ROWS(R, P, ...), 4 at a
+ * time, then the rest. */
+#define WK_UNITS_ALL_ROWS(NAME, UNIT, ROWS)                                                        \
+    WK_INLINE void NAME##_all_rows(const UNIT u[2], const char *x, size_t xs, int64_t b, int64_t rb, \
+                                   float *acc, size_t as)                                          \
+    {                                                                                              \
+        int64_t r = 0;                                                                             \
+        for (; r + 4 <= rb; r += 4) ROWS(4, 2, u, x + r * xs, xs, b, acc + as * r, as);            \
+        switch (rb - r) {                                                                          \
+        case 1: ROWS(1, 2, u, x + r * xs, xs, b, acc + as * r, as); break;                         \
+        case 2: ROWS(2, 2, u, x + r * xs, xs, b, acc + as * r, as); break;                         \
+        case 3: ROWS(3, 2, u, x + r * xs, xs, b, acc + as * r, as); break;                         \
+        default: break;                                                                            \
+        }                                                                                          \
     }
-}
+WK_UNITS_ALL_ROWS(wk_q2z, wk_q2z_unit, wk_q2z_rows)
 
-/* An octet (8 groups, one stream: repack.h) per pass, super-block by super-block: its
- * halves decoded into two units each and done for all the rows in turn. */
+/* The many-row kernel FN of an octet layout (8 groups, one stream: repack.h) whose super-blocks
+ * of two groups (BB bytes a group) DECODE makes into a UNIT and ALL_ROWS does for the rows
+ * (acc: as floats apart): an octet per pass, super-block by super-block, its halves decoded into
+ * two units each and done for all the rows (up to ROWS) in turn. */
+#define WK_OCTET_ROWS_FN(FN, UNIT, DECODE, ALL_ROWS, BB, ROWS)                                     \
+    static void FN(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,     \
+                   size_t xs, float *y, size_t ldy)                                                \
+    {                                                                                              \
+        const int64_t nb = k / 256, ng = nc / 8;                                                   \
+        const size_t gs = 8 * ws, bb = 8 * (BB), as = 64;                                          \
+        const uint8_t *wb = w;                                                                     \
+        UNIT u[2];                                                                                 \
+        _Alignas(64) float acc[(ROWS) * 64];                                                       \
+        for (int64_t r0 = 0; r0 < nr; r0 += (ROWS)) {                                              \
+            const int64_t rb = nr - r0 < (ROWS) ? nr - r0 : (ROWS);                                \
+            const char *xr = (const char *)x + r0 * xs;                                            \
+            for (int64_t g = 0; g < ng; g += 8) {                                                  \
+                memset(acc, 0, sizeof(float) * as * (size_t)rb);                                   \
+                for (int64_t b = 0; b < nb; b++) {                                                 \
+                    /* the octet's super-block two ahead (or the next octet's), into L2: with L1   \
+                     * and one ahead (its lines at once), Q2_K at 8 rows took 1.54-1.56 ms, not    \
+                     * 1.05 */                                                                     \
+                    const int64_t gx = b + 2 < nb ? g : g + 8, bx = b + 2 < nb ? b + 2 : b + 2 - nb; \
+                    if (gx < ng && bx < nb) {                                                      \
+                        const char *nx = (const char *)wb + wk_repacked_at(gx, bx, gs, bb);        \
+                        for (size_t off = 0; off < 8 * bb; off += 64) _mm_prefetch(nx + off, _MM_HINT_T1); \
+                    }                                                                              \
+                    for (int h = 0; h < 8; h += 4) {                                               \
+                        DECODE(wb + wk_repacked_at(g + h, b, gs, bb), wb + wk_repacked_at(g + h + 1, b, gs, bb), &u[0]); \
+                        DECODE(wb + wk_repacked_at(g + h + 2, b, gs, bb), wb + wk_repacked_at(g + h + 3, b, gs, bb), &u[1]); \
+                        ALL_ROWS(u, xr, xs, b, rb, acc + 8 * h, as);                               \
+                    }                                                                              \
+                }                                                                                  \
+                for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + as * r, sizeof(float) * 64); \
+            }                                                                                      \
+        }                                                                                          \
+    }
 #ifndef WK_Q2Z_ROWS
 #define WK_Q2Z_ROWS 64 /* rows of one pass over an octet (the accumulators: 16 KiB) */
 #endif
-static void wk_vnni_rows_q2_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
-                              const void *x, size_t xs, float *y, size_t ldy)
-{
-    const int64_t nb = k / 256, ng = nc / 8;
-    const size_t gs = 8 * ws, bb = 8 * sizeof(wk_block_q2_K), as = 64;
-    const uint8_t *wb = w;
-    wk_q2z_unit u[2];
-    _Alignas(64) float acc[WK_Q2Z_ROWS * 64];
-    for (int64_t r0 = 0; r0 < nr; r0 += WK_Q2Z_ROWS) {
-        const int64_t rb = nr - r0 < WK_Q2Z_ROWS ? nr - r0 : WK_Q2Z_ROWS;
-        const char *xr = (const char *)x + r0 * xs;
-        for (int64_t g = 0; g < ng; g += 8) {
-            memset(acc, 0, sizeof(float) * as * (size_t)rb);
-            for (int64_t b = 0; b < nb; b++) {
-                /* the octet's super-block two ahead (or the next octet's), into L2: with L1
-                 * and one ahead (its 84 lines at once), 8 rows took 1.54-1.56 ms, not 1.05 */
-                const int64_t gx = b + 2 < nb ? g : g + 8, bx = b + 2 < nb ? b + 2 : b + 2 - nb;
-                if (gx < ng && bx < nb) {
-                    const char *nx = (const char *)wb + wk_repacked_at(gx, bx, gs, bb);
-                    for (size_t off = 0; off < 8 * bb; off += 64) _mm_prefetch(nx + off, _MM_HINT_T1);
-                }
-                for (int h = 0; h < 8; h += 4) {
-                    wk_q2z_decode(wb + wk_repacked_at(g + h, b, gs, bb), wb + wk_repacked_at(g + h + 1, b, gs, bb), &u[0]);
-                    wk_q2z_decode(wb + wk_repacked_at(g + h + 2, b, gs, bb), wb + wk_repacked_at(g + h + 3, b, gs, bb), &u[1]);
-                    wk_q2z_all_rows(u, xr, xs, b, rb, acc + 8 * h, as);
-                }
-            }
-            for (int64_t r = 0; r < rb; r++) memcpy(y + (r0 + r) * ldy + 8 * g, acc + as * r, sizeof(float) * 64);
-        }
-    }
-}
+WK_OCTET_ROWS_FN(wk_vnni_rows_q2_K, wk_q2z_unit, wk_q2z_decode, wk_q2z_all_rows, sizeof(wk_block_q2_K), WK_Q2Z_ROWS)
 
 /* ---- Q2_Kx8 at one row: a register holds two consecutive 16-element groups of one column
  * group (the two 64-byte loads of a quad, one 16-bit shift each and 8 masks give the steps of
@@ -813,6 +822,112 @@ static void wk_vnni_tiles_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w,
                         xs, y, ldy);
 }
 
+/* ---- Q3_Kx8 for many rows: a super-block of two column groups decoded once into L1 (as Q2_K's
+ * many-row kernel does) as its codes 0..7, each group's scales, and -4 x the scales of each pair
+ * of groups as int16 pairs. A row pays per group 4 dpbusd and the dpwssd with its scales, on
+ * sums from zero (16 products of at most 7 x 127: within 16 bits), and per super-block 8 dpwssd
+ * of the scale pairs with its block sums: sum over groups of scale x (sum of code x activation -
+ * 4 x the group's sum), the tiles' integer sums exactly, and the float step is theirs, so the
+ * bits are. ---- */
+typedef struct {
+    __m512i q[64];  /* step t: byte 4c + i of half h = code (0..7) of element 4t + i of column c of group h */
+    __m512i sc[16]; /* group g's signed scales as int32 lanes with zero high halves */
+    __m512i sp[8];  /* -4 x the scales of groups 2q, 2q + 1 as an int16 pair per column */
+    __m512 d;       /* the 16 columns' f32 d */
+} wk_q3z_unit;
+
+/* The super-block of groups b0 (columns 0-7) and b1 (8-15). */
+WK_INLINE void wk_q3z_decode(const uint8_t *b0, const uint8_t *b1, wk_q3z_unit *u)
+{
+    const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4), low16 = _mm512_set1_epi32(0xffff);
+    __m512i sv4[4];
+    wk512_k4x8_decode(b0 + 16, b1 + 16, &sv4[0], &sv4[1]);
+    wk512_k4x8_decode(b0 + 64, b1 + 64, &sv4[2], &sv4[3]);
+    for (int g = 0; g < 16; g++) {
+        const __m512i q64 = _mm512_permutexvar_epi64(_mm512_set_epi64(0, 0, 0, 0, 0, 0, 4 + g % 4, g % 4), sv4[g / 4]);
+        const __m512i v = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(q64)), _mm512_set1_epi32(32));
+        u->sc[g] = _mm512_and_si512(v, low16);
+    }
+    for (int q = 0; q < 8; q++)
+        u->sp[q] = _mm512_mullo_epi16(_mm512_or_si512(u->sc[2 * q], _mm512_slli_epi32(u->sc[2 * q + 1], 16)),
+                                      _mm512_set1_epi16(-4));
+    u->d = wk512_halves(b0, b1);
+    for (int j = 0; j < 4; j++)
+        for (int h = 0; h < 2; h++) { /* groups 4j + h and 4j + 2 + h (repack.h) */
+            const uint8_t *c0 = b0 + 112 + 128 * j + 32 * h, *c1 = b1 + 112 + 128 * j + 32 * h;
+            const __m512i a = wk512_pair(c0, c1), bq = wk512_pair(c0 + 64, c1 + 64);
+            const __m512i pl = wk512_pair(b0 + 624 + 32 * (2 * j + h), b1 + 624 + 32 * (2 * j + h));
+            const int g0 = 4 * j + h, g1 = g0 + 2;
+            for (int t = 0; t < 4; t++) {
+                /* step t's 2-bit codes at bits 4 (t / 2) (first group) and 4 (t / 2) + 2 (second) */
+                const __m512i c = _mm512_srli_epi16(t % 2 ? bq : a, 4 * (t / 2));
+                const __m512i h0 = t <= 2 ? _mm512_slli_epi16(pl, 2 - t) : _mm512_srli_epi16(pl, t - 2);
+                const __m512i h1 = _mm512_srli_epi16(pl, t + 2);
+                _mm512_store_si512(&u->q[4 * g0 + t], wk512_merge_bits(c, m3, _mm512_and_si512(h0, m4)));
+                _mm512_store_si512(&u->q[4 * g1 + t],
+                                   wk512_merge_bits(_mm512_srli_epi16(c, 2), m3, _mm512_and_si512(h1, m4)));
+            }
+        }
+}
+
+/* Super-block b of R rows x P decoded units (16 columns each): acc (rows as floats apart) +=. */
+WK_INLINE void wk_q3z_rows(const int R, const int P, const wk_q3z_unit *u, const char *x, size_t xs,
+                           int64_t b, float *acc, size_t as)
+{
+    const wk_block_q8_K *xb[4];
+    __m512i ch[4][2];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int p = 0; p < P; p++) {
+            __m512i m = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q++) {
+                int32_t bp; /* block sums 2q and 2q + 1 as an int16 pair */
+                memcpy(&bp, &xb[r]->bsums[2 * q], 4);
+                m = _mm512_dpwssd_epi32(m, u[p].sp[q], _mm512_set1_epi32(bp));
+            }
+            ch[r][p] = m;
+        }
+    }
+    for (int g = 0; g < 16; g++)
+        for (int p = 0; p < P; p++)
+            for (int r = 0; r < R; r++) {
+                const int8_t *xq = xb[r]->qs + 16 * g;
+                __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_load_si512(&u[p].q[4 * g]), wk_bcast4z(xq));
+                s = _mm512_dpbusd_epi32(s, _mm512_load_si512(&u[p].q[4 * g + 1]), wk_bcast4z(xq + 4));
+                s = _mm512_dpbusd_epi32(s, _mm512_load_si512(&u[p].q[4 * g + 2]), wk_bcast4z(xq + 8));
+                s = _mm512_dpbusd_epi32(s, _mm512_load_si512(&u[p].q[4 * g + 3]), wk_bcast4z(xq + 12));
+                ch[r][p] = _mm512_dpwssd_epi32(ch[r][p], s, _mm512_load_si512(&u[p].sc[g]));
+                WK_KEEPZ(ch[r][p]);
+            }
+    for (int r = 0; r < R; r++) {
+        const __m512 dx = _mm512_set1_ps(xb[r]->d);
+        for (int p = 0; p < P; p++) {
+            float *ap = acc + as * r + 16 * p;
+            _mm512_store_ps(ap, _mm512_fmadd_ps(_mm512_cvtepi32_ps(ch[r][p]), _mm512_mul_ps(u[p].d, dx), _mm512_load_ps(ap)));
+        }
+    }
+}
+WK_UNITS_ALL_ROWS(wk_q3z, wk_q3z_unit, wk_q3z_rows)
+/* Rows of one pass over an octet (the accumulators: 16 KiB, beside 11 KiB of units; Zen 4, 2
+ * threads, [8192, 4096] from memory: 64 rows 29.4-29.8 ms at m = 256 against 31.0-31.2 with 32,
+ * 7.6 against 8.2 at m = 64) */
+#ifndef WK_Q3Z_ROWS
+#define WK_Q3Z_ROWS 64
+#endif
+WK_OCTET_ROWS_FN(wk_vnni_rows_q3_K, wk_q3z_unit, wk_q3z_decode, wk_q3z_all_rows, sizeof(wk_block_q3_K), WK_Q3Z_ROWS)
+
+/* Up to 8 rows the pair tiles (4 rows, repeated), from 9 the decoded super-blocks (same
+ * measure: 8 rows 1.31-1.32 ms in tiles against 1.42-1.44, 9 rows 1.55-1.57 against 1.61). */
+#ifndef WK_VNNI_Q3_K_MIN_ROWS
+#define WK_VNNI_Q3_K_MIN_ROWS 9
+#endif
+static void wk_vnni_packed_q3_K(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,
+                                const void *x, size_t xs, float *y, size_t ldy)
+{
+    if (nr >= WK_VNNI_Q3_K_MIN_ROWS) wk_vnni_rows_q3_K(k, nr, nc, w, ws, x, xs, y, ldy);
+    else wk_vnni_tiles_q3_K(k, nr, nc, w, ws, x, xs, y, ldy);
+}
+
 /* ---- Q4_0, Q4_1, Q5_0, Q5_1 in 512-bit registers: two column groups per register, and the
  * float step of both groups in one register (16 lanes, each with the operations of the 8-lane
  * helpers wk_acc_q8_0 and WK_ACC_LEG: the same bits) ---- */
@@ -1032,7 +1147,7 @@ wk_gemm_fn wk_avx512_repacked_gemm(wk_type t)
     case WK_TYPE_Q5_1: return wk_vnni_gemm_q5_1;
     case WK_TYPE_Q4_K: return wk_vnni_tiles_q4_K;
     case WK_TYPE_Q5_K: return wk_vnni_tiles_q5_K;
-    case WK_TYPE_Q3_K: return wk_vnni_tiles_q3_K;
+    case WK_TYPE_Q3_K: return wk_vnni_packed_q3_K;
     case WK_TYPE_Q8_1: return wk_vnni_packed_q8_1;
     case WK_TYPE_Q8_K: return wk_vnni_packed_q8_K;
     case WK_TYPE_Q2_K: return wk_vnni_packed_q2_K;
