@@ -236,7 +236,7 @@ static void test_repacked(wk_isa isa)
         for (int ki = 0; ki < 3; ki++) {
             int64_t k = ks[ki];
             repacked_case cs;
-            const int unit = (int)wk_repack_unit_rows(t); /* one unit of groups (a pair; Q2_K an octet) */
+            const int unit = (int)wk_repack_unit_rows(t); /* one unit of groups (a pair; Q2_K and Q3_K an octet) */
             repacked_case_make(&cs, t, k, MAXR, unit);
             const size_t ws = cs.ws, xs = cs.xs;
             const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
@@ -320,9 +320,9 @@ static bool same_rows(const float *a, const float *b, int nr, int nc, int ld)
     return same;
 }
 
-/* The many-row kernels work on blocks of 32 rows (AVX-512 Q2_K 64) in tiles of 4: 69 rows
+/* The many-row kernels work on blocks of 32 rows (AVX-512 Q2_K and Q3_K 64) in tiles of 4: 69 rows
  * leave a last block of 5 (a tile and a remainder); two units of 8-column groups (pairs;
- * Q2_K octets), each served together. Against the scalar kernel, and bitwise against the
+ * Q2_K and Q3_K octets), each served together. Against the scalar kernel, and bitwise against the
  * rows one at a time. */
 static void test_repacked_many_rows(wk_isa isa)
 {
@@ -386,7 +386,7 @@ static void test_repacked_long_k(wk_isa isa)
 }
 
 /* Few rows read up to 8 column groups side by side (wk_tile_groups: 8, then 4 and 2 for
- * the rest; 1 where a row count has no wider tile; Q2_K always an octet's 8). 1 to 12 units
+ * the rest; 1 where a row count has no wider tile; Q2_K and Q3_K always an octet's 8). 1 to 12 units
  * (pairs: 2 to 24 groups) leave every remainder after one or two runs of 8; the result of
  * one call must equal, bit for bit, the units one call each, and the scalar kernel within its
  * tolerance. The K types' k of 33 super-blocks crosses the Q6_K span of lane offsets (a
@@ -639,7 +639,7 @@ static void test_k_extremes(wk_isa isa)
 /* The AVX-512 kernels against the AVX2 ones, bit for bit (same integer sums, same float
  * steps), and against the scalar kernel: k of one block (or super-block), a few, and, for
  * the K types, 33 super-blocks (across the Q6_K span); 1 to 12 units of groups (pairs; Q2_K
- * octets, 1 to 4) at 1 to 5 rows (every tile, every remainder of the groups), and 1, 2 and
+ * and Q3_K octets, 1 to 4) at 1 to 5 rows (every tile, every remainder of the groups), and 1, 2 and
  * the most units up to 18 rows (past every type's many-row threshold, 17 at most). */
 static void test_repacked_avx512_vs_avx2(void)
 {

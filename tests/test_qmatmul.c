@@ -212,7 +212,7 @@ static void test_repack_memory(void)
         wk_host_reset_peak();
         CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
         CHECK_EQ_INT(wk_host_bytes_in_use(), before);
-        /* one unit of the layout (16 rows; Q2_K 64) is the temporary */
+        /* one unit of the layout (16 rows; Q2_K and Q3_K 64) is the temporary */
         const size_t unit = (size_t)wk_repack_unit_rows(types[i]);
         CHECK_MSG(wk_host_bytes_peak() <= before + unit * row, "%s: peak %zu > %zu + %zu rows of %zu",
                   wk_type_name(types[i]), wk_host_bytes_peak(), before, unit, row);

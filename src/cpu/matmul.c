@@ -248,7 +248,7 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
      * memory, where some kernels read best differently (wk_cpu_repacked_gemm_streamed). */
     const bool streamed = c->gemm_streamed && atomic_load(&ce->repacked_bytes) > ce->llc_bytes;
     j.gemm_packed = streamed ? c->gemm_streamed : c->gemm_packed;
-    /* Chunks: a multiple of the repacked layout's unit (16 columns, Q2_K 64); several per
+    /* Chunks: a multiple of the repacked layout's unit (16 columns, Q2_K and Q3_K 64); several per
      * thread for balance; for many rows small enough that a chunk's weights stay in cache
      * across the row blocks. */
     const int64_t align = c->n_packed ? wk_repack_unit_rows(mm->w->type) : 16;

@@ -16,10 +16,12 @@
  * octet, rows 64O..64O+63) the same way, and its kernels read an octet's 8 groups side by
  * side at every row count: one stream (one row from memory, 2 threads: 0.30 ms against
  * 0.37-0.45 with 8 groups apart, where 8 streams had been what kept its activation table
- * in L1). The other K formats' blocks (1152-1680 bytes) stay a group apart:
+ * in L1). Q3_K too (880 bytes a group's super-block; one row, 2 threads, Zen 4: 0.51-0.54
+ * ms against 0.63-0.66 with pairs of groups apart). The other K formats' blocks (1152-2336
+ * bytes) stay a group apart (Q5_K in pairs: 1.03 against 0.78 ms at one row):
  * interleaved, a tile's two halves were two runs of 18-26 lines that start over every
  * block, and from memory took twice the time (Q4_K 0.62 -> 1.3 ms). Rows beyond the last
- * full unit (16 rows, Q2_K 64: wk_repack_unit_rows) keep the file's layout.
+ * full unit (16 rows, Q2_K and Q3_K 64: wk_repack_unit_rows) keep the file's layout.
  *
  * Layouts, per block index b of a group (c = column 0..7 within the group):
  *   Q8_0x8 (272 bytes): d[8] (f16); qs at 16 + 32*s + 4*c + i = column c's qs[4*s + i], s < 8
@@ -70,8 +72,8 @@
 #endif
 
 /* The groups interleaved block by block, for blocks of bb bytes (one block of each of a
- * group's 8 rows): 2 for the 32-element formats (at most 272 bytes), 8 for Q2_K, 1 (groups
- * apart) for Q4_K, Q5_K and Q6_K. (Q2_K's 672 bytes in pairs, WK_PAIRED_MAX=672, took 1.2x the time
+ * group's 8 rows): 2 for the 32-element formats (at most 272 bytes), 8 for Q2_K and Q3_K, 1
+ * (groups apart) for Q4_K, Q5_K, Q6_K and Q8_K. (Q2_K's 672 bytes in pairs, WK_PAIRED_MAX=672, took 1.2x the time
  * at one row from memory, 8 groups side by side: two runs of 11 lines every block.) */
 static inline int wk_repacked_ways(size_t bb)
 {
@@ -93,7 +95,7 @@ static inline size_t wk_repacked_at(int64_t g, int64_t b, size_t gs, size_t bb)
 static inline size_t wk_repacked_step(size_t bb) { return (size_t)wk_repacked_ways(bb) * bb; }
 
 /* The rows repacked together (what a thread's chunk of columns starts on): a pair of
- * groups, in Q2_K an octet. */
+ * groups, in Q2_K and Q3_K an octet. */
 static inline int64_t wk_repack_unit_rows(wk_type t)
 {
     const int ways = wk_repacked_ways(WK_REPACK_COLS * wk_traits(t)->block_bytes);
