@@ -501,6 +501,25 @@ static void test_q6_K_extremes(wk_isa isa)
     }
 }
 
+/* Q8_K activation rows (nr rows of nb super-blocks) of lo and 127 in patterns that vary with the
+ * row and block, with their block sums: lo = -127 is the end of what the Q8_K quantizers give
+ * (they round x / (max / 127)); -128 is what a kernel without a sign trick must also take. */
+static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb, int lo)
+{
+    for (int r = 0; r < nr; r++)
+        for (int b = 0; b < nb; b++) {
+            wk_block_q8_K *xb = &x[r * nb + b];
+            xb->d = 1.0f;
+            for (int i = 0; i < 256; i++)
+                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? lo : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : lo));
+            for (int g = 0; g < 16; g++) {
+                int sum = 0;
+                for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
+                xb->bsums[g] = (int16_t)sum;
+            }
+        }
+}
+
 /* Q2_K codes at their extreme (3) with scales 15 against activations of -128 and 127: the
  * 512-bit kernels sum the products of one group of 16 in 32-bit lanes whose low 16 bits meet
  * the scale, the codes of every other group times 4 (up to 4 x 3 x 128 x 16 = 24576 here).
@@ -520,18 +539,7 @@ static void test_q2_K_extremes(wk_isa isa)
                 blk->scales[g] = (uint8_t)((c / 3 + g) % 3 == 0 ? 0xff : (c / 3 + g) % 3 == 1 ? 0x0f : 0x1f);
             blk->d = 0x3c00, blk->dmin = 0x3c00; /* 1.0 */
         }
-    for (int r = 0; r < NR; r++)
-        for (int b = 0; b < NB; b++) {
-            wk_block_q8_K *xb = &x[r * NB + b];
-            xb->d = 1.0f;
-            for (int i = 0; i < 256; i++)
-                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -128 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -128));
-            for (int g = 0; g < 16; g++) {
-                int sum = 0;
-                for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
-                xb->bsums[g] = (int16_t)sum;
-            }
-        }
+    extreme_q8_K_rows(x, NR, NB, -128);
     const size_t ws = NB * sizeof(wk_block_q2_K), xs = NB * sizeof(wk_block_q8_K);
     wk_cpu_repack_rows(WK_TYPE_Q2_K, w, wp, NC, k);
     static float ys[NR * NC], yr[NR * NC];
@@ -543,25 +551,6 @@ static void test_q2_K_extremes(wk_isa isa)
                 CHECK_MSG(ys[r * NC + c] == yr[r * NC + c], "q2_K extremes (%s) %d rows at (%d,%d): %.9g vs scalar %.9g",
                           wk_isa_name(isa), nr, r, c, ys[r * NC + c], yr[r * NC + c]);
     }
-}
-
-/* Q8_K activation rows (nb super-blocks each) of -127 and 127 (the ends of what the Q8_K
- * quantizers give: they round x / (max / 127)) in patterns that vary with the row and block,
- * with their block sums. */
-static void extreme_q8_K_rows(wk_block_q8_K *x, int nr, int nb)
-{
-    for (int r = 0; r < nr; r++)
-        for (int b = 0; b < nb; b++) {
-            wk_block_q8_K *xb = &x[r * nb + b];
-            xb->d = 1.0f;
-            for (int i = 0; i < 256; i++)
-                xb->qs[i] = (int8_t)((r + b) % 3 == 0 ? -127 : (r + b) % 3 == 1 ? 127 : (i % 2 ? 127 : -127));
-            for (int g = 0; g < 16; g++) {
-                int sum = 0;
-                for (int i = 0; i < 16; i++) sum += xb->qs[16 * g + i];
-                xb->bsums[g] = (int16_t)sum;
-            }
-        }
 }
 
 /* The repacked kernel of K type t at 1 to nr rows on the weight w (nc rows of nb super-blocks
@@ -609,7 +598,7 @@ static void test_k_extremes(wk_isa isa)
 {
     enum { NC = 64, NR = 9, NB = 2 }; /* 4 pairs of groups; Q3_K one octet; past 8 rows (Q3_K's many-row kernel) */
     static wk_block_q8_K x[NR * NB];
-    extreme_q8_K_rows(x, NR, NB);
+    extreme_q8_K_rows(x, NR, NB, -127);
     static wk_block_q5_K w5[NC * NB];
     static wk_block_q3_K w3[NC * NB];
     static wk_block_q8_K w8[NC * NB];

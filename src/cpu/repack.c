@@ -248,14 +248,6 @@ static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k
             }
             wk_interleave_qs(out + 16, qs, t == WK_TYPE_Q8_0 ? 8 : 4);
             break;
-        case WK_TYPE_Q8_1:
-            for (int c = 0; c < 8; c++) {
-                memcpy(out + 2 * c, blk[c], 2);          /* d */
-                memcpy(out + 16 + 2 * c, blk[c] + 2, 2); /* s */
-                qs[c] = blk[c] + 4;
-            }
-            wk_interleave_qs(out + 32, qs, 8);
-            break;
         case WK_TYPE_Q8_K:
             for (int c = 0; c < 8; c++) {
                 const wk_block_q8_K *x = (const wk_block_q8_K *)blk[c];
@@ -265,13 +257,14 @@ static void wk_cpu_repack_group(wk_type t, const void *src, void *dst, int64_t k
             }
             wk_interleave_qs(out + 32, qs, 64);
             break;
+        case WK_TYPE_Q8_1:
         case WK_TYPE_Q4_1:
             for (int c = 0; c < 8; c++) {
                 memcpy(out + 2 * c, blk[c], 2);          /* d */
-                memcpy(out + 16 + 2 * c, blk[c] + 2, 2); /* m */
+                memcpy(out + 16 + 2 * c, blk[c] + 2, 2); /* Q8_1's s, Q4_1's m */
                 qs[c] = blk[c] + 4;
             }
-            wk_interleave_qs(out + 32, qs, 4);
+            wk_interleave_qs(out + 32, qs, t == WK_TYPE_Q8_1 ? 8 : 4);
             break;
         case WK_TYPE_Q5_0:
             for (int c = 0; c < 8; c++) {
