@@ -713,11 +713,85 @@ WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, 
     }
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
+/* A lone Q4_Kx8 group (the streamed one-row tiles, one memory stream): each register holds two
+ * consecutive steps of the group, step 2i in its low half and 2i + 1 in its high half, both
+ * halves of one sub-block and so of one scale; the activation words meet them through one
+ * permute each. The halves' chains are added at the end: the same integer sums as the pair
+ * block's, so the same bits. Half the code operations of a pair block with its high half a
+ * copy. */
+WK_INLINE void wk_vnni_k4z_lone(const int R, const uint8_t *b0, const char *x, size_t xs, int64_t b, size_t ahead,
+                                __m256 *acc)
+{
+    const size_t bb = 8 * sizeof(wk_block_q4_K);
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512i slo4, shi4, mlo4, mhi4;
+    wk512_k4x8_decode(b0 + 32, b0 + 32, &slo4, &shi4);
+    wk512_k4x8_decode(b0 + 80, b0 + 80, &mlo4, &mhi4);
+    __m512i step_words[4]; /* the activation words of steps 2i (low half) and 2i + 1 (high half) */
+    for (int i = 0; i < 4; i++)
+        step_words[i] = _mm512_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1,
+                                          2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1);
+    const wk_block_q8_K *xb[4];
+    __m512i ch[4][4], msum[4];
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        msum[r] = _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        const __m512i sv = p < 2 ? slo4 : shi4;
+        const __m512i slo = wk512_k4x8_sub(sv, 2 * p), shi = wk512_k4x8_sub(sv, 2 * p + 1);
+        __m512i xlo[4], xhi[4];
+        for (int r = 0; r < R; r++) {
+            const int8_t *xq = xb[r]->qs + 64 * p;
+            xlo[r] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq));
+            xhi[r] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32)));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
+            __m512i plo[4], phi[4];
+            for (int r = 0; r < R; r++) plo[r] = phi[r] = _mm512_setzero_si512();
+            wk_prefetch_pair_slice(b0, b0, bb, ahead, 2 * p + h, 8);
+            const int j = (2 * p + h) % 4;
+            for (int i = 2 * h; i < 2 * h + 2; i++) {
+                const __m512i v = _mm512_loadu_si512((const void *)(b0 + 128 + 256 * p + 64 * i));
+                const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+                for (int r = 0; r < R; r++) {
+                    plo[r] = _mm512_dpbusd_epi32(plo[r], lo, _mm512_permutexvar_epi32(step_words[i], xlo[r]));
+                    phi[r] = _mm512_dpbusd_epi32(phi[r], hi, _mm512_permutexvar_epi32(step_words[i], xhi[r]));
+                }
+            }
+            for (int r = 0; r < R; r++)
+                ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
+        }
+    }
+    /* the mins as in the pair block, both halves the group's: the low half is taken */
+    const __m512i inter = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+    const __m512i mlo = _mm512_shuffle_epi8(mlo4, inter), mhi = _mm512_shuffle_epi8(mhi4, inter);
+    __m512i mnp[4];
+    mnp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x08)));
+    mnp[1] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x0d)));
+    mnp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x08)));
+    mnp[3] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x0d)));
+    __m256i isum[4], nsum[4];
+    for (int r = 0; r < R; r++) {
+        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
+        const __m512i pk = _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
+        for (int q = 0; q < 4; q++)
+            msum[r] = _mm512_dpwssd_epi32(msum[r], mnp[q], _mm512_permutexvar_epi32(_mm512_set1_epi32(q < 2 ? q : q + 2), pk));
+        const __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
+        isum[r] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
+        nsum[r] = _mm512_castsi512_si256(msum[r]);
+    }
+    wk_acc_q8_K_min(R, b0, xb, isum, nsum, acc);
+}
 WK_INLINE void wk_vnni_q4kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
 {
     (void)nb, (void)aux;
-    wk_vnni_k4z_block(R, false, b0, b1, x, xs, b, ahead, acc0, acc1);
+    if (b1 == b0) wk_vnni_k4z_lone(R, b0, x, xs, b, ahead, acc0);
+    else wk_vnni_k4z_block(R, false, b0, b1, x, xs, b, ahead, acc0, acc1);
 }
 WK_INLINE void wk_vnni_q5kz_block(const int R, const uint8_t *b0, const uint8_t *b1, const char *x, size_t xs,
                                   int64_t b, int64_t nb, const void *aux, size_t ahead, __m256 *acc0, __m256 *acc1)
