@@ -713,6 +713,13 @@ WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, 
     }
     wk_pair_acc_q8_K_min(R, b0, b1, xb, ch, msum, acc0, acc1);
 }
+/* Two activation words (8 bytes, w) as word 0 in every lane of the low half and word 1 in
+ * every lane of the high half: a broadcast from memory and one in-lane permute (halves: the
+ * lanes' 0s and 1s). */
+WK_INLINE __m512i wk512_halves_words(int64_t w, __m512i halves)
+{
+    return _mm512_castps_si512(_mm512_permutevar_ps(_mm512_castsi512_ps(_mm512_set1_epi64(w)), halves));
+}
 /* A lone Q4_Kx8 group (the streamed one-row tiles, one memory stream): each register holds two
  * consecutive steps of the group, step 2i in its low half and 2i + 1 in its high half, both
  * halves of one sub-block and so of one scale; the activation words meet them through one
@@ -724,30 +731,26 @@ WK_INLINE void wk_vnni_k4z_lone(const int R, const uint8_t *b0, const char *x, s
 {
     const size_t bb = 8 * sizeof(wk_block_q4_K);
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512i slo4, shi4, mlo4, mhi4;
-    wk512_k4x8_decode(b0 + 32, b0 + 32, &slo4, &shi4);
-    wk512_k4x8_decode(b0 + 80, b0 + 80, &mlo4, &mhi4);
-    __m512i step_words[4]; /* the activation words of steps 2i (low half) and 2i + 1 (high half) */
-    for (int i = 0; i < 4; i++)
-        step_words[i] = _mm512_setr_epi32(2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i, 2 * i + 1, 2 * i + 1,
-                                          2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1, 2 * i + 1);
+    /* sub-blocks 0-3 and 4-7 of the scales (low halves) and the mins (high halves) in one
+     * decoding; the scales through memory, each sub-block's read as its dpwssd operand */
+    __m512i lo8, hi8;
+    wk512_k4x8_decode(b0 + 32, b0 + 80, &lo8, &hi8);
+    _Alignas(64) uint8_t sc[128];
+    _mm512_store_si512((void *)sc, lo8), _mm512_store_si512((void *)(sc + 64), hi8);
+    const uint8_t *scp = wk_opaque(sc);
+    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const wk_block_q8_K *xb[4];
-    __m512i ch[4][4], msum[4];
+    __m512i ch[4][4];
     for (int r = 0; r < R; r++) {
         xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
-        const __m512i sv = p < 2 ? slo4 : shi4;
-        const __m512i slo = wk512_k4x8_sub(sv, 2 * p), shi = wk512_k4x8_sub(sv, 2 * p + 1);
-        __m512i xlo[4], xhi[4];
-        for (int r = 0; r < R; r++) {
-            const int8_t *xq = xb[r]->qs + 64 * p;
-            xlo[r] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xq));
-            xhi[r] = _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(xq + 32)));
-        }
+        const uint8_t *sp = scp + 64 * (p / 2) + 16 * (p % 2);
+        int64_t s0, s1;
+        memcpy(&s0, sp, 8), memcpy(&s1, sp + 8, 8);
+        const __m512i slo = _mm512_cvtepu8_epi32(_mm_set1_epi64x(s0)), shi = _mm512_cvtepu8_epi32(_mm_set1_epi64x(s1));
 #pragma GCC unroll 2
         for (int h = 0; h < 2; h++) { /* steps 4h .. 4h + 3 */
             __m512i plo[4], phi[4];
@@ -758,31 +761,33 @@ WK_INLINE void wk_vnni_k4z_lone(const int R, const uint8_t *b0, const char *x, s
                 const __m512i v = _mm512_loadu_si512((const void *)(b0 + 128 + 256 * p + 64 * i));
                 const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
                 for (int r = 0; r < R; r++) {
-                    plo[r] = _mm512_dpbusd_epi32(plo[r], lo, _mm512_permutexvar_epi32(step_words[i], xlo[r]));
-                    phi[r] = _mm512_dpbusd_epi32(phi[r], hi, _mm512_permutexvar_epi32(step_words[i], xhi[r]));
+                    int64_t wl, wh;
+                    memcpy(&wl, xb[r]->qs + 64 * p + 8 * i, 8), memcpy(&wh, xb[r]->qs + 64 * p + 32 + 8 * i, 8);
+                    plo[r] = _mm512_dpbusd_epi32(plo[r], lo, wk512_halves_words(wl, halves));
+                    phi[r] = _mm512_dpbusd_epi32(phi[r], hi, wk512_halves_words(wh, halves));
                 }
             }
             for (int r = 0; r < R; r++)
                 ch[r][j] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(ch[r][j], plo[r], slo), phi[r], shi);
         }
     }
-    /* the mins as in the pair block, both halves the group's: the low half is taken */
-    const __m512i inter = _mm512_broadcast_i32x4(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
-    const __m512i mlo = _mm512_shuffle_epi8(mlo4, inter), mhi = _mm512_shuffle_epi8(mhi4, inter);
-    __m512i mnp[4];
-    mnp[0] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x08)));
-    mnp[1] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mlo, mlo, 0x0d)));
-    mnp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x08)));
-    mnp[3] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x0d)));
+    /* the mins of sub-blocks 2q, 2q + 1 as an int16 pair a column: q = 0 and 1 in m01's
+     * halves, 2 and 3 in m23's; they meet the row's block sums of those sub-blocks in the
+     * same halves, which are added at the end */
+    const __m256i inter = _mm256_broadcastsi128_si256(_mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15));
+    const __m512i m01 = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(_mm512_extracti64x4_epi64(lo8, 1), inter));
+    const __m512i m23 = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(_mm512_extracti64x4_epi64(hi8, 1), inter));
     __m256i isum[4], nsum[4];
     for (int r = 0; r < R; r++) {
+        /* the 8 sub-blocks' sums as int16 pairs: dwords 0, 1, 4, 5 (q = 0, 1, 2, 3) */
         const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
         const __m512i pk = _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
-        for (int q = 0; q < 4; q++)
-            msum[r] = _mm512_dpwssd_epi32(msum[r], mnp[q], _mm512_permutexvar_epi32(_mm512_set1_epi32(q < 2 ? q : q + 2), pk));
+        const __m512i b01 = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pk);
+        const __m512i b23 = _mm512_permutexvar_epi32(_mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5), pk);
+        const __m512i m = _mm512_dpwssd_epi32(_mm512_madd_epi16(m01, b01), m23, b23);
+        nsum[r] = _mm256_add_epi32(_mm512_castsi512_si256(m), _mm512_extracti64x4_epi64(m, 1));
         const __m512i s = _mm512_add_epi32(_mm512_add_epi32(ch[r][0], ch[r][1]), _mm512_add_epi32(ch[r][2], ch[r][3]));
         isum[r] = _mm256_add_epi32(_mm512_castsi512_si256(s), _mm512_extracti64x4_epi64(s, 1));
-        nsum[r] = _mm512_castsi512_si256(msum[r]);
     }
     wk_acc_q8_K_min(R, b0, xb, isum, nsum, acc);
 }
