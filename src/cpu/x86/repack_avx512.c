@@ -156,9 +156,10 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 }
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
- * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows and for Q2_K
- * and Q3_K into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5, [8192, 4096] from memory,
- * three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two 0.83-0.97 -> 0.65-0.77);
+ * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows, for Q2_K
+ * and Q3_K, and for a lone Q4_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
+ * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
+ * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72);
  * else into L1, ahead bytes ahead (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1
  * at every row count: wk_prefetch_pair_slice). */
 #define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
@@ -167,7 +168,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
-            if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2)                  \
+            if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2 || ((BB) == sizeof(wk_block_q4_K) && (S) == 1)) \
                 wk_prefetch_pair_l2(b0, b1, 8 * (BB));                                                    \
             else if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
             CALL;                                                                                  \
