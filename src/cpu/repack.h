@@ -107,10 +107,12 @@ static inline int64_t wk_repack_unit_rows(wk_type t)
 wk_gemm_fn wk_cpu_repacked_gemm(wk_type t, wk_isa isa);
 
 /* The kernel of the repacked layout for weights that come from memory, where it differs from
- * wk_cpu_repacked_gemm's (NULL: it does not). The AVX-512 Q4_K and Q6_K kernels read one
- * group at a time at one row there: one memory stream a thread, where two groups in one
+ * wk_cpu_repacked_gemm's (NULL: it does not). The AVX-512 Q4_K, Q5_K and Q6_K kernels read
+ * one group at a time at one row there: one memory stream a thread, where two groups in one
  * register are two (Q4_K m=1 from memory on the Zen 5 development machine, 2 threads: 97%
- * of the bandwidth read beside it against 86%; in the cache 1.3x the time). */
+ * of the bandwidth read beside it against 86%). Q4_K and Q5_K fill both halves of a register
+ * with one group's consecutive steps, so the one stream costs little compute; Q6_K's high
+ * half is a copy (its lone block that fills both halves was no faster from memory). */
 wk_gemm_fn wk_cpu_repacked_gemm_streamed(wk_type t, wk_isa isa);
 
 /* If w's type has a repacked layout for isa, rearrange its bytes in place (w->layout
