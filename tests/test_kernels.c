@@ -229,7 +229,7 @@ static void test_repacked(wk_isa isa)
     for (size_t ti = 0; ti < sizeof repacked_types / sizeof repacked_types[0]; ti++) {
         wk_type t = repacked_types[ti];
         const wk_type_traits *tr = wk_traits(t);
-        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa);
+        wk_gemm_fn packed = wk_cpu_repacked_gemm(t, isa), streamed = wk_cpu_repacked_gemm_streamed(t, isa);
         CHECK_MSG(packed != NULL, "%s has no repacked kernel for %s", tr->name, wk_isa_name(isa));
         if (!packed) continue;
         const int64_t ks[] = {tr->block_size, 4 * tr->block_size, 11 * tr->block_size};
@@ -245,6 +245,16 @@ static void test_repacked(wk_isa isa)
                 packed(k, nr, unit, cs.wp, ws, cs.xq, xs, ys, unit);
                 s->gemm_q(k, nr, unit, cs.w, ws, cs.xq, xs, yr, unit);
                 same_bits_per_row("repacked", t, packed, k, nr, unit, cs.wp, ws, cs.xq, xs);
+                /* the kernel for weights from memory (its own one-row block in Q4_K, Q5_K) */
+                if (streamed) {
+                    float *yt = malloc(sizeof(float) * MAXR * unit);
+                    memset(yt, 0xff, sizeof(float) * MAXR * unit);
+                    streamed(k, nr, unit, cs.wp, ws, cs.xq, xs, yt, unit);
+                    CHECK_MSG(memcmp(yt, ys, sizeof(float) * (size_t)(nr * unit)) == 0,
+                              "repacked %s (%s) k=%lld, %lld rows: the kernel for weights from memory differs",
+                              tr->name, wk_isa_name(isa), (long long)k, (long long)nr);
+                    free(yt);
+                }
                 for (int64_t r = 0; r < nr; r++)
                     for (int64_t c = 0; c < unit; c++) {
                         const double mag = cs.mag[r * unit + c];
