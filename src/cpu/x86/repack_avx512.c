@@ -31,6 +31,16 @@ WK_INLINE __m512i wk_bcast4z(const int8_t *p)
     return _mm512_set1_epi32(v);
 }
 
+/* The rows' Q8_K super-blocks b and their 4 chains of integer sums at zero (the K-type blocks). */
+WK_INLINE void wk512_q8_K_rows(const int R, const char *x, size_t xs, int64_t b, const wk_block_q8_K **xb,
+                               __m512i (*ch)[4])
+{
+    for (int r = 0; r < R; r++) {
+        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
+        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
+    }
+}
+
 /* ---- Q6_Kx8 in 512-bit registers: two column groups (two weight streams) per register ----
  * On these processors 512-bit dpbusd and dpwssd issue on two ports, as the 256-bit ones do,
  * so a zmm does twice the products per instruction; the simple operations take two ports
@@ -108,10 +118,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
     const __m512i mf0 = _mm512_set1_epi8((char)0xf0), low16 = _mm512_set1_epi32(0xffff);
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
-    }
+    wk512_q8_K_rows(R, x, xs, b, xb, ch);
     /* g unrolled by two, so that each copy's chains (j = 2 (g % 2), j + 1) are registers,
      * not an array in memory indexed at run time */
     for (int g2 = 0; g2 < 16; g2 += 2)
@@ -287,11 +294,8 @@ WK_INLINE void wk_vnni_q2z_block(const int R, const uint8_t *b0, const uint8_t *
     const __m512i pairs = _mm512_inserti64x4(_mm512_castsi256_si512(pairs8), pairs8, 1);
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4], msum[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm512_setzero_si512();
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
-    }
+    wk512_q8_K_rows(R, x, xs, b, xb, ch);
+    for (int r = 0; r < R; r++) msum[r] = _mm512_setzero_si512();
     _Alignas(64) uint8_t sc[256];
     wk_q2z_pair_scales(b0, b1, sc);
     const uint8_t *scp = wk_opaque(sc);
@@ -660,11 +664,8 @@ WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, 
     wk512_k4x8_decode(b0 + 80, b1 + 80, &mlo4, &mhi4);
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4], msum[4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        msum[r] = _mm512_setzero_si512();
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
-    }
+    wk512_q8_K_rows(R, x, xs, b, xb, ch);
+    for (int r = 0; r < R; r++) msum[r] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
         const __m512i sv = p < 2 ? slo4 : shi4;
@@ -752,10 +753,7 @@ WK_INLINE void wk_vnni_k4z_lone(const int R, const bool Q5, const uint8_t *b0, c
     const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
-    }
+    wk512_q8_K_rows(R, x, xs, b, xb, ch);
 #pragma GCC unroll 4
     for (int p = 0; p < 4; p++) {
         const uint8_t *sp = scp + 64 * (p / 2) + 16 * (p % 2);
@@ -869,10 +867,7 @@ WK_INLINE void wk_vnni_q3kz_block(const int R, const uint8_t *b0, const uint8_t 
     for (int v = 0; v < 4; v++) sv4[v] = _mm512_sub_epi8(sv4[v], _mm512_set1_epi8(32));
     const wk_block_q8_K *xb[4];
     __m512i ch[4][4];
-    for (int r = 0; r < R; r++) {
-        xb[r] = (const wk_block_q8_K *)(x + r * xs) + b;
-        for (int j = 0; j < 4; j++) ch[r][j] = _mm512_setzero_si512();
-    }
+    wk512_q8_K_rows(R, x, xs, b, xb, ch);
 #pragma GCC unroll 4
     for (int j = 0; j < 4; j++)
 #pragma GCC unroll 2
