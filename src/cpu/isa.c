@@ -73,6 +73,30 @@ int wk_cpu_streams_log2(void)
     return l;
 }
 
+/* Whether the one-row tiles of the 32-element formats prefetch their weights (2 KiB ahead into
+ * L1). On the Xeon test host a core then kept enough reads in flight (m = 1 from about 60% to
+ * 80-99% of the read bandwidth); on the AMD machines the hardware prefetch alone reads more:
+ * a plain stream read faster than a prefetched one (bandwidth.c), and on the Zen 4 (session 32,
+ * 2 threads, [8192, 4096] from memory) Q4_0, Q5_0, Q4_1 and Q8_0 at m = 1 read the same without
+ * it in the slow memory state and up to 96% of the bandwidth instead of 79-83% in the fast one. */
+static _Atomic int one_row_prefetch = -1;
+
+bool wk_cpu_one_row_prefetch(void)
+{
+    int v = atomic_load_explicit(&one_row_prefetch, memory_order_relaxed);
+    if (v < 0) {
+        v = 1;
+#if defined(WICK_HAVE_X86) && defined(__GNUC__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_is("amd")) v = 0;
+#endif
+        const char *env = getenv("WICK_CPU_PREFETCH");
+        if (env && (env[0] == '0' || env[0] == '1') && env[1] == 0) v = env[0] - '0';
+        atomic_store_explicit(&one_row_prefetch, v, memory_order_relaxed);
+    }
+    return v != 0;
+}
+
 void wk_cpu_set_streams_log2(int l)
 {
     atomic_store_explicit(&streams_log2, l < 0 ? 0 : l > 3 ? 3 : l, memory_order_relaxed);

@@ -8,6 +8,7 @@
 #ifndef WICK_CPU_KERNELS_H
 #define WICK_CPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,9 @@ const char *wk_isa_name(wk_isa isa);
  * AMD processors, 3 elsewhere; WICK_CPU_STREAMS=1|2|4|8 sets the count (read once). */
 int wk_cpu_streams_log2(void);
 void wk_cpu_set_streams_log2(int l); /* for tests: results must not depend on it */
+/* Whether the one-row tiles of the 32-element formats prefetch their weights: not on AMD
+ * processors (isa.c); WICK_CPU_PREFETCH=0 or 1 overrides. */
+bool wk_cpu_one_row_prefetch(void);
 /* The kernels of weight type t for isa: the SIMD ones where they exist, else scalar.
  * Never NULL for one of the 15 types. */
 const wk_cpu_kernels *wk_cpu_kernels_for(wk_type t, wk_isa isa);

@@ -167,9 +167,11 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
  * and Q3_K, and for a lone Q4_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
  * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
  * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72);
- * else into L1, ahead bytes ahead (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1
- * at every row count: wk_prefetch_pair_slice). */
+ * else into L1, ahead bytes ahead where wk_cpu_one_row_prefetch says so, not on AMD processors
+ * (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1 at every row count:
+ * wk_prefetch_pair_slice). */
 #define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
+    const bool pf_l1 = (BB) < sizeof(wk_block_q4_K) && wk_cpu_one_row_prefetch();                 \
     for (int64_t b = 0; b < nb; b++) {                                                             \
         const size_t ahead = wk_stream_ahead(b, nb, S, gs, 8 * (BB));                              \
         for (int p = 0; p < P; p++) {                                                              \
@@ -177,7 +179,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
             if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2 || (((BB) == sizeof(wk_block_q4_K) || (BB) == sizeof(wk_block_q5_K)) && (S) == 1)) \
                 wk_prefetch_pair_l2(b0, b1, 8 * (BB));                                                    \
-            else if ((BB) < sizeof(wk_block_q4_K)) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1); \
+            else if (pf_l1) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1);                      \
             CALL;                                                                                  \
         }                                                                                          \
     }
