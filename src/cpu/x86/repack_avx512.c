@@ -164,7 +164,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
 
 /* The block loop of a pair tile: for block b of every pair p of the S groups (one group:
  * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows, for Q2_K
- * and Q3_K, and for a lone Q4_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
+ * and Q3_K, and for a lone Q4_K or Q5_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
  * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
  * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72);
  * else into L1, ahead bytes ahead where wk_cpu_one_row_prefetch says so, not on AMD processors
