@@ -241,19 +241,18 @@ static void test_repacked(wk_isa isa)
             const size_t ws = cs.ws, xs = cs.xs;
             const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
             float *ys = malloc(sizeof(float) * MAXR * unit), *yr = malloc(sizeof(float) * MAXR * unit);
+            float *yt = malloc(sizeof(float) * MAXR * unit); /* the kernel for weights from memory */
             for (int64_t nr = 1; nr <= MAXR; nr++) {
                 packed(k, nr, unit, cs.wp, ws, cs.xq, xs, ys, unit);
                 s->gemm_q(k, nr, unit, cs.w, ws, cs.xq, xs, yr, unit);
                 same_bits_per_row("repacked", t, packed, k, nr, unit, cs.wp, ws, cs.xq, xs);
                 /* the kernel for weights from memory (its own one-row block in Q4_K, Q5_K) */
                 if (streamed) {
-                    float *yt = malloc(sizeof(float) * MAXR * unit);
                     memset(yt, 0xff, sizeof(float) * MAXR * unit);
                     streamed(k, nr, unit, cs.wp, ws, cs.xq, xs, yt, unit);
                     CHECK_MSG(memcmp(yt, ys, sizeof(float) * (size_t)(nr * unit)) == 0,
                               "repacked %s (%s) k=%lld, %lld rows: the kernel for weights from memory differs",
                               tr->name, wk_isa_name(isa), (long long)k, (long long)nr);
-                    free(yt);
                 }
                 for (int64_t r = 0; r < nr; r++)
                     for (int64_t c = 0; c < unit; c++) {
@@ -264,7 +263,7 @@ static void test_repacked(wk_isa isa)
                                   ys[r * unit + c], yr[r * unit + c]);
                     }
             }
-            free(ys), free(yr);
+            free(ys), free(yr), free(yt);
             repacked_case_free(&cs);
         }
     }

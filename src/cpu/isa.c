@@ -49,14 +49,17 @@ wk_isa wk_cpu_isa(void)
  * groups (one pair, one stream) took 0.89-1.01 of 4's time at one row from memory for the
  * 32-element formats in rounds that met the same bandwidth state, and the K formats were
  * about as fast with 2 as with 4 (session 27, bench/results/cpu-pairs-s27-zen5.txt). */
-static int wk_detect_streams_log2(void)
+static bool wk_cpu_is_amd(void)
 {
 #if defined(WICK_HAVE_X86) && defined(__GNUC__)
     __builtin_cpu_init();
-    if (__builtin_cpu_is("amd")) return 1;
+    return __builtin_cpu_is("amd");
+#else
+    return false;
 #endif
-    return 3;
 }
+
+static int wk_detect_streams_log2(void) { return wk_cpu_is_amd() ? 1 : 3; }
 
 static _Atomic int streams_log2 = -1;
 
@@ -85,11 +88,7 @@ bool wk_cpu_one_row_prefetch(void)
 {
     int v = atomic_load_explicit(&one_row_prefetch, memory_order_relaxed);
     if (v < 0) {
-        v = 1;
-#if defined(WICK_HAVE_X86) && defined(__GNUC__)
-        __builtin_cpu_init();
-        if (__builtin_cpu_is("amd")) v = 0;
-#endif
+        v = !wk_cpu_is_amd();
         const char *env = getenv("WICK_CPU_PREFETCH");
         if (env && (env[0] == '0' || env[0] == '1') && env[1] == 0) v = env[0] - '0';
         atomic_store_explicit(&one_row_prefetch, v, memory_order_relaxed);

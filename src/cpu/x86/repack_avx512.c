@@ -654,6 +654,15 @@ WK_INLINE __m512i wk512_k4x8_sub(__m512i v, int j)
     return _mm512_cvtepu8_epi32(_mm512_castsi512_si128(q));
 }
 
+/* The row's sums of its 32-element sub-blocks (16-element block sums added in pairs), those of
+ * sub-blocks 2q and 2q + 1 as the int16 pair of dword q' = 0, 1, 4, 5 (q = 0..3): the operand
+ * that meets the Q4_K and Q5_K mins. */
+WK_INLINE __m512i wk512_sub_block_sum_pairs(const wk_block_q8_K *xb)
+{
+    const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsums), _mm256_set1_epi16(1));
+    return _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
+}
+
 /* Q4_Kx8 and, with Q5, Q5_Kx8: the fifth bits of its planes (at 1152) ORed into the nibbles;
  * codes up to 31, so a sum goes to its scale's dpwssd every 2 steps (8 products within int16). */
 WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, const uint8_t *b1, const char *x,
@@ -708,10 +717,7 @@ WK_INLINE void wk_vnni_k4z_block(const int R, const bool Q5, const uint8_t *b0, 
     mnp[2] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x08)));
     mnp[3] = _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_shuffle_i64x2(mhi, mhi, 0x0d)));
     for (int r = 0; r < R; r++) {
-        /* the row's block sums of sub-blocks 2q and 2q + 1 (16-element sums added in pairs),
-         * as the int16 pair of dword q' = 0, 1, 4, 5 */
-        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
-        const __m512i pk = _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
+        const __m512i pk = wk512_sub_block_sum_pairs(xb[r]);
         for (int q = 0; q < 4; q++)
             msum[r] = _mm512_dpwssd_epi32(msum[r], mnp[q], _mm512_permutexvar_epi32(_mm512_set1_epi32(q < 2 ? q : q + 2), pk));
     }
@@ -796,9 +802,7 @@ WK_INLINE void wk_vnni_k4z_lone(const int R, const bool Q5, const uint8_t *b0, c
     const __m512i m23 = _mm512_cvtepu8_epi16(_mm256_shuffle_epi8(_mm512_extracti64x4_epi64(hi8, 1), inter));
     __m256i isum[4], nsum[4];
     for (int r = 0; r < R; r++) {
-        /* the 8 sub-blocks' sums as int16 pairs: dwords 0, 1, 4, 5 (q = 0, 1, 2, 3) */
-        const __m256i bs = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb[r]->bsums), _mm256_set1_epi16(1));
-        const __m512i pk = _mm512_castsi256_si512(_mm256_packs_epi32(bs, bs));
+        const __m512i pk = wk512_sub_block_sum_pairs(xb[r]);
         const __m512i b01 = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1), pk);
         const __m512i b23 = _mm512_permutexvar_epi32(_mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5), pk);
         const __m512i m = _mm512_dpwssd_epi32(_mm512_madd_epi16(m01, b01), m23, b23);
