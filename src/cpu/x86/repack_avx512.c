@@ -85,10 +85,10 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
  * 2 KiB ahead 0.90-0.92, none 1.57-1.62. The other formats (one thread, three alternated
  * rounds): 4 rows Q8_0 1.73-2.00 -> 1.44-1.66, Q5_0 1.25-1.40 -> 1.11-1.12, Q4_K 1.19-1.24 ->
  * 1.13-1.15; 2 rows Q5_0 0.99-1.28 -> 0.86-1.10, Q4_K 1.01-1.22 -> 0.98-0.99. */
-WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes)
+WK_INLINE void wk_prefetch_pair_l2(const uint8_t *b0, const uint8_t *b1, size_t bytes, size_t ahead)
 {
-    wk_prefetch_block_l2(b0, bytes);
-    if (b1 != b0) wk_prefetch_block_l2(b1, bytes);
+    wk_prefetch_block_l2_at(b0, bytes, ahead);
+    if (b1 != b0) wk_prefetch_block_l2_at(b1, bytes, ahead);
 }
 
 /* How far ahead of block b of nb (bb bytes) a tile of S groups (gs bytes each) prefetches a
@@ -166,7 +166,9 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
  * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows, for Q2_K
  * and Q3_K, and for a lone Q4_K or Q5_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
  * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
- * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72);
+ * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72), Q3_K's
+ * one row WK_L2_AHEAD_FAR ahead (Zen 4, two threads: 0.52-0.58 -> 0.42-0.44 ms, 74-78% -> 93-96%
+ * of the bandwidth; at 2-4 rows that distance was 5-17% slower);
  * else into L1, ahead bytes ahead where wk_cpu_one_row_prefetch says so, not on AMD processors
  * (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1 at every row count:
  * wk_prefetch_pair_slice). */
@@ -178,7 +180,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
             if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2 || (((BB) == sizeof(wk_block_q4_K) || (BB) == sizeof(wk_block_q5_K)) && (S) == 1)) \
-                wk_prefetch_pair_l2(b0, b1, 8 * (BB));                                                    \
+                wk_prefetch_pair_l2(b0, b1, 8 * (BB), (BB) == sizeof(wk_block_q3_K) && (R) == 1 ? WK_L2_AHEAD_FAR : WK_L2_AHEAD); \
             else if (pf_l1) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1);                      \
             CALL;                                                                                  \
         }                                                                                          \
@@ -575,7 +577,10 @@ WK_INLINE void wk_vnni_q2r1_block(const uint8_t *blk, const char *x, int64_t b, 
     const wk_block_q8_K *xb = (const wk_block_q8_K *)x + b;
     wk_acc_q8_K_min(1, blk, &xb, &is, &ms, acc);
 }
-/* The one-row tile of S groups: WK_TILE's loop with wk_stream_ahead's prefetch. */
+/* The one-row tile of S groups: WK_TILE's loop with wk_stream_ahead's prefetch into L1 and
+ * WK_L2_AHEAD_FAR's into L2 (Zen 4, 2 threads, [8192, 4096] from memory, three alternated
+ * rounds: 0.347-0.367 ms -> 0.333-0.346 in the slow memory state, about 0.31 -> 0.27 in the
+ * fast one; the L2 prefetch alone read no faster than the L1 one). */
 #define WK_Q2R1_TILE(S)                                                                            \
     WK_TILE_HEAD(wk_vnni_q2r1, 1, S)                                                               \
     {                                                                                              \
@@ -588,6 +593,7 @@ WK_INLINE void wk_vnni_q2r1_block(const uint8_t *blk, const char *x, int64_t b, 
             for (int q = 0; q < S; q++) {                                                          \
                 const uint8_t *blk = w + wk_repacked_at(q, b, gs, 8 * sizeof(wk_block_q2_K));      \
                 wk_prefetch_pair_slice(blk, blk, 8 * sizeof(wk_block_q2_K), ahead, 0, 1);          \
+                wk_prefetch_block_l2_at(blk, 8 * sizeof(wk_block_q2_K), WK_L2_AHEAD_FAR);          \
                 wk_vnni_q2r1_block(blk, x, b, aux, acc[q]);                                        \
             }                                                                                      \
         }                                                                                          \
