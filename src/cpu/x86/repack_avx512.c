@@ -168,10 +168,15 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
  * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
  * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72), Q3_K's
  * one row WK_L2_AHEAD_FAR ahead (Zen 4, two threads: 0.52-0.58 -> 0.42-0.44 ms, 74-78% -> 93-96%
- * of the bandwidth; at 2-4 rows that distance was 5-17% slower);
+ * of the bandwidth; at 2-4 rows that distance was 5-17% slower) and the lone Q5_K group's too
+ * (0.69-0.72 -> 0.66-0.70 ms; Q4_K's no faster);
  * else into L1, ahead bytes ahead where wk_cpu_one_row_prefetch says so, not on AMD processors
  * (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1 at every row count:
  * wk_prefetch_pair_slice). */
+/* The one-row tiles whose L2 prefetch reaches WK_L2_AHEAD_FAR ahead: Q3_K's, and the lone Q5_K
+ * group's. */
+#define WK_FAR_ONE_ROW(BB, R, S)                                                                   \
+    ((R) == 1 && ((BB) == sizeof(wk_block_q3_K) || ((BB) == sizeof(wk_block_q5_K) && (S) == 1)))
 #define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
     const bool pf_l1 = (BB) < sizeof(wk_block_q4_K) && wk_cpu_one_row_prefetch();                 \
     for (int64_t b = 0; b < nb; b++) {                                                             \
@@ -180,7 +185,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
             if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2 || (((BB) == sizeof(wk_block_q4_K) || (BB) == sizeof(wk_block_q5_K)) && (S) == 1)) \
-                wk_prefetch_pair_l2(b0, b1, 8 * (BB), (BB) == sizeof(wk_block_q3_K) && (R) == 1 ? WK_L2_AHEAD_FAR : WK_L2_AHEAD); \
+                wk_prefetch_pair_l2(b0, b1, 8 * (BB), WK_FAR_ONE_ROW(BB, R, S) ? WK_L2_AHEAD_FAR : WK_L2_AHEAD); \
             else if (pf_l1) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1);                      \
             CALL;                                                                                  \
         }                                                                                          \

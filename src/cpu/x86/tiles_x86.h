@@ -44,8 +44,8 @@ WK_INLINE void wk_prefetch_block(const uint8_t *blk, size_t bytes) { wk_prefetch
  * measurements are at wk_prefetch_pair_l2; AVX2, one thread from memory, 4 rows: Q6_K
  * 1.91-2.08 -> 1.63-1.67 ms, Q8_0 2.58-2.70 -> 2.45-2.56, the others within 2%). */
 #define WK_L2_AHEAD 8192
-/* One row of Q2_K or Q3_K, one stream a thread with much work a byte, reads from memory best
- * with its L2 prefetch 32 KiB ahead (Zen 4: 16 KiB read less, 64 KiB no more and less evenly;
+/* One row of Q2_K, Q3_K or a lone Q5_K group, one stream a thread with much work a byte, reads best
+ * from memory with its L2 prefetch 32 KiB ahead (Zen 4: 16 KiB read less, 64 KiB no more and less evenly;
  * at 8 KiB other types' tiles of 2-4 rows read faster: Q8_0 1.13-1.15 ms against 1.20-1.23). */
 #define WK_L2_AHEAD_FAR 32768
 WK_INLINE void wk_prefetch_block_l2_at(const uint8_t *blk, size_t bytes, size_t ahead)
