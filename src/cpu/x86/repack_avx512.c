@@ -78,7 +78,8 @@ WK_INLINE void wk_prefetch_pair_slice(const uint8_t *b0, const uint8_t *b1, size
 }
 
 /* The tiles of 2 to 4 rows (and Q2_K's at every count) prefetch a pair's blocks into L2 (not
- * L1), 8 KiB ahead of the stream; the K formats' block functions add their L1 slices 2 KiB
+ * L1), ahead bytes ahead of the stream (WK_L2_AHEAD, 8 KiB; WK_L2_AHEAD_FAR for the one-row
+ * tiles of WK_FAR_ONE_ROW); the K formats' block functions add their L1 slices 2 KiB
  * ahead. With only the L1 prefetch the first loads of a block still waited for memory.
  * Q2_K (Zen 5, 2 threads, [8192, 4096] from memory): 2 rows 0.63-0.64 ms -> 0.36-0.37, 4 rows
  * 0.79-0.80 -> 0.53; one thread, 2 rows 1.19-1.23 -> 0.56, against 0.54 in the cache; L2
@@ -166,15 +167,19 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
  * b1 = b0), the two groups' blocks b0 and b1 prefetched, then CALL: at 2-4 rows, for Q2_K
  * and Q3_K, and for a lone Q4_K or Q5_K group into L2 (wk_prefetch_pair_l2; Q3_K at one row, Zen 5,
  * [8192, 4096] from memory, three alternated rounds: one thread 1.43-1.47 -> 1.21-1.27 ms, two
- * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72), Q3_K's
- * one row WK_L2_AHEAD_FAR ahead (Zen 4, two threads: 0.52-0.58 -> 0.42-0.44 ms, 74-78% -> 93-96%
- * of the bandwidth; at 2-4 rows that distance was 5-17% slower) and the lone Q5_K group's too
- * (0.69-0.72 -> 0.66-0.70 ms; Q4_K's no faster);
+ * 0.83-0.97 -> 0.65-0.77; the lone Q4_K group, Zen 4, one thread: 0.76-0.79 -> 0.71-0.72: WK_L2_PF),
  * else into L1, ahead bytes ahead where wk_cpu_one_row_prefetch says so, not on AMD processors
  * (but Q4_K, Q5_K and Q6_K prefetch their own slices into L1 at every row count:
  * wk_prefetch_pair_slice). */
-/* The one-row tiles whose L2 prefetch reaches WK_L2_AHEAD_FAR ahead: Q3_K's, and the lone Q5_K
- * group's. */
+/* Whether a pair tile of R rows and S groups of BB-byte blocks prefetches into L2. */
+#define WK_L2_PF(BB, R, S)                                                                         \
+    ((R) >= 2 || (BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) ||                 \
+     (((BB) == sizeof(wk_block_q4_K) || (BB) == sizeof(wk_block_q5_K)) && (S) == 1))
+/* The one-row tiles whose L2 prefetch reaches WK_L2_AHEAD_FAR ahead: Q3_K's (Zen 4, two threads,
+ * [8192, 4096] from memory: 0.52-0.58 -> 0.42-0.44 ms, 74-78% -> 93-96% of the bandwidth; at 2-4
+ * rows that distance was 5-17% slower) and the lone Q5_K group's (0.69-0.72 -> 0.66-0.70 ms; the
+ * lone Q4_K group's no faster). Q2_K's one row has a tile of its own (WK_Q2R1_TILE), with the
+ * same distance. */
 #define WK_FAR_ONE_ROW(BB, R, S)                                                                   \
     ((R) == 1 && ((BB) == sizeof(wk_block_q3_K) || ((BB) == sizeof(wk_block_q5_K) && (S) == 1)))
 #define WK_PAIR_BLOCKS(BB, R, S, CALL)                                                             \
@@ -184,7 +189,7 @@ WK_INLINE void wk_vnni_q6z_block(const int R, const uint8_t *b0, const uint8_t *
         for (int p = 0; p < P; p++) {                                                              \
             const uint8_t *b0 = w + wk_repacked_at(2 * p, b, gs, 8 * (BB));                        \
             const uint8_t *b1 = (S) == 1 ? b0 : w + wk_repacked_at(2 * p + 1, b, gs, 8 * (BB));    \
-            if ((BB) == sizeof(wk_block_q2_K) || (BB) == sizeof(wk_block_q3_K) || (R) >= 2 || (((BB) == sizeof(wk_block_q4_K) || (BB) == sizeof(wk_block_q5_K)) && (S) == 1)) \
+            if (WK_L2_PF(BB, R, S))                                                                \
                 wk_prefetch_pair_l2(b0, b1, 8 * (BB), WK_FAR_ONE_ROW(BB, R, S) ? WK_L2_AHEAD_FAR : WK_L2_AHEAD); \
             else if (pf_l1) wk_prefetch_pair_slice(b0, b1, 8 * (BB), ahead, 0, 1);                      \
             CALL;                                                                                  \
