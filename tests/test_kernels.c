@@ -80,12 +80,11 @@ static void test_isa(wk_isa isa)
         wk_type t = all_types[ti];
         const wk_type_traits *tr = wk_traits(t);
         const wk_cpu_kernels *s = wk_cpu_kernels_scalar(t);
-        const wk_cpu_kernels *v =
-            isa == WK_ISA_AVX512 ? wk_cpu_kernels_avx512(t) : wk_cpu_kernels_avx2(t);
-        if (!v) {
-            CHECK_MSG(isa == WK_ISA_AVX512, "%s has no %s kernels", tr->name, wk_isa_name(isa));
-            continue;
-        }
+        /* Every entry from the best table up to isa (AVX-512: the precise form's kernel, the
+         * rest AVX2's); the AVX2 table alone has them all. */
+        const wk_cpu_kernels *v = wk_cpu_kernels_for(t, isa);
+        CHECK_MSG(wk_cpu_kernels_avx2(t) && strcmp(v->isa, wk_isa_name(isa)) == 0,
+                  "%s has no %s kernels", tr->name, wk_isa_name(isa));
         int64_t bs = tr->block_size == 1 ? 32 : tr->block_size;
         const int64_t ks[] = {bs, 3 * bs, tr->block_size == 1 ? 37 : 2 * bs};
         for (size_t ki = 0; ki < 3; ki++) {
@@ -152,8 +151,7 @@ static void test_act_quantizers(wk_isa isa)
     for (int j = 0; j < 32; j++) x[224 + j] = (j & 1) ? 0.5f : -0.5f; /* block 7: all halves */
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_1};
     for (int ti = 0; ti < 2; ti++) {
-        const wk_cpu_kernels *v = isa == WK_ISA_AVX512 ? wk_cpu_kernels_avx512(types[ti]) : wk_cpu_kernels_avx2(types[ti]);
-        if (!v) continue;
+        const wk_cpu_kernels *v = wk_cpu_kernels_for(types[ti], isa);
         wk_type at = wk_traits(types[ti])->vec_dot_type;
         size_t xs = 0;
         CHECK_OK(wk_type_row_bytes(at, K, &xs));
@@ -676,21 +674,28 @@ static void test_repacked_avx512_vs_avx2(void)
     }
 }
 
-/* The dense weights' AVX-512 kernels (two columns a 512-bit register, up to 4 rows) give the
- * AVX2 kernels' bits: every row count (1-4 here, more through the AVX2 tiles), column counts
- * around the group of 8, k with and without a tail past the last 32. */
-static void test_dense_avx512_vs_avx2(void)
+/* The precise form's AVX-512 kernels give the AVX2 kernels' bits, for every type: up to 4 rows
+ * (the dense weights in 512-bit registers, the others AVX2's), and 5 rows and more through the
+ * buffered tiles of 6 rows x 8 columns (every row remainder, a second block of 64 rows), column
+ * counts around the group of 8, k of one block, of several 512-element segments and a short
+ * last one, and dense k with a tail past the last 32. */
+static void test_precise_avx512_vs_avx2(void)
 {
-    enum { NR = 6, NC = 21 };
-    const wk_type dense[] = {WK_TYPE_F32, WK_TYPE_F16, WK_TYPE_BF16};
-    const int64_t ks[] = {32, 37, 96, 4096 + 31};
-    for (size_t ti = 0; ti < 3; ti++) {
-        wk_type t = dense[ti];
+    enum { NC = 21 };
+    const int64_t nrs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16, 64, 71};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        const wk_type t = all_types[ti];
+        const wk_type_traits *tr = wk_traits(t);
         const wk_cpu_kernels *z = wk_cpu_kernels_avx512(t), *a = wk_cpu_kernels_avx2(t);
-        CHECK_MSG(z && z->gemm_f32 && a, "%s: no AVX-512 dense kernel", wk_type_name(t));
+        CHECK_MSG(z && z->gemm_f32 && a, "%s: no AVX-512 precise kernel", tr->name);
         if (!z || !z->gemm_f32 || !a) continue;
-        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-            const int64_t k = ks[ki];
+        const int64_t bs = tr->block_size == 1 ? 32 : tr->block_size;
+        const int64_t dense_ks[] = {32, 37, 96, 4096 + 31}, block_ks[] = {bs, 3 * bs, 6 * bs};
+        const bool dense = tr->block_size == 1;
+        const int64_t *ks = dense ? dense_ks : block_ks;
+        const size_t nk = dense ? 4 : 3;
+        for (size_t ki = 0; ki < nk; ki++) {
+            const int64_t k = ks[ki], NR = nrs[sizeof nrs / sizeof nrs[0] - 1];
             size_t ws = 0;
             CHECK_OK(wk_type_row_bytes(t, k, &ws));
             float *wf = malloc(sizeof(float) * NC * k), *xf = malloc(sizeof(float) * NR * k);
@@ -698,13 +703,14 @@ static void test_dense_avx512_vs_avx2(void)
             float *yz = malloc(sizeof(float) * NR * NC), *ya = malloc(sizeof(float) * NR * NC);
             for (int64_t i = 0; i < NC * k; i++) wf[i] = rnd();
             for (int64_t i = 0; i < NR * k; i++) xf[i] = rnd();
-            for (int c = 0; c < NC; c++) wk_traits(t)->from_f32(wf + c * k, w + c * ws, k);
-            for (int nr = 1; nr <= NR; nr++)
-                for (int nc = 1; nc <= NC; nc++) {
+            for (int c = 0; c < NC; c++) tr->from_f32(wf + c * k, w + c * ws, k);
+            for (size_t ri = 0; ri < sizeof nrs / sizeof nrs[0]; ri++)
+                for (int nc = 1; nc <= NC; nc += (nrs[ri] > 16 && nc < 15 ? 7 : 1)) {
+                    const int nr = (int)nrs[ri];
                     z->gemm_f32(k, nr, nc, w, ws, xf, sizeof(float) * k, yz, NC);
                     a->gemm_f32(k, nr, nc, w, ws, xf, sizeof(float) * k, ya, NC);
                     CHECK_MSG(same_rows(yz, ya, nr, nc, NC), "%s k=%lld, %d rows x %d columns: AVX-512 differs from AVX2",
-                              wk_type_name(t), (long long)k, nr, nc);
+                              tr->name, (long long)k, nr, nc);
                 }
             free(wf), free(xf), free(w), free(yz), free(ya);
         }
@@ -834,7 +840,7 @@ int main(void)
         test_q2_K_extremes(WK_ISA_AVX512);
         test_k_extremes(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
-        test_dense_avx512_vs_avx2();
+        test_precise_avx512_vs_avx2();
         test_exact_avx512_vs_avx2();
         test_exact_k_avx512_vs_avx2();
     }

@@ -1,4 +1,5 @@
 /* Choosing kernels at run time from what the processor reports. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,17 +111,44 @@ const char *wk_isa_name(wk_isa isa)
     }
 }
 
+/* Each type's kernels for each instruction set, every entry from the highest set that
+ * provides it (the AVX-512 tables of the block types hold only the precise form's kernel),
+ * built once. */
+static wk_cpu_kernels merged[WK_ISA_AVX512 + 1][WK_TYPE_COUNT];
+static pthread_once_t merged_once = PTHREAD_ONCE_INIT;
+
+static void wk_merge_into(wk_cpu_kernels *m, const wk_cpu_kernels *k)
+{
+    if (!k) return;
+    m->isa = k->isa;
+    if (k->quantize) m->quantize = k->quantize;
+    if (k->gemm_q) m->gemm_q = k->gemm_q;
+    if (k->gemm_f32) m->gemm_f32 = k->gemm_f32;
+}
+
+static void wk_merge_tables(void)
+{
+    for (int t = 0; t < WK_TYPE_COUNT; t++) {
+        const wk_cpu_kernels *scalar = wk_cpu_kernels_scalar((wk_type)t);
+        if (!scalar) continue;
+        for (int isa = WK_ISA_SCALAR; isa <= WK_ISA_AVX512; isa++) {
+            wk_cpu_kernels *m = &merged[isa][t];
+            *m = *scalar;
+#if defined(WICK_HAVE_X86)
+            if (isa >= WK_ISA_AVX2) wk_merge_into(m, wk_cpu_kernels_avx2((wk_type)t));
+            if (isa >= WK_ISA_AVX512) wk_merge_into(m, wk_cpu_kernels_avx512((wk_type)t));
+#endif
+        }
+    }
+}
+
 const wk_cpu_kernels *wk_cpu_kernels_for(wk_type t, wk_isa isa)
 {
-    const wk_cpu_kernels *scalar = wk_cpu_kernels_scalar(t);
-    const wk_cpu_kernels *k = NULL;
-#if defined(WICK_HAVE_X86)
-    if (isa >= WK_ISA_AVX512) k = wk_cpu_kernels_avx512(t);
-    if (!k && isa >= WK_ISA_AVX2) k = wk_cpu_kernels_avx2(t);
-#else
-    (void)isa;
-#endif
-    return k ? k : scalar;
+    pthread_once(&merged_once, wk_merge_tables);
+    if ((int)t < 0 || (int)t >= WK_TYPE_COUNT || !wk_cpu_kernels_scalar(t)) return NULL;
+    if (isa > WK_ISA_AVX512) isa = WK_ISA_AVX512;
+    if (isa < WK_ISA_SCALAR) isa = WK_ISA_SCALAR;
+    return &merged[isa][t];
 }
 
 void wk_cpu_f16_to_f32(const uint16_t *x, float *y, int64_t n)

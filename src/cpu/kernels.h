@@ -38,14 +38,20 @@ void wk_cpu_set_streams_log2(int l); /* for tests: results must not depend on it
 /* Whether the one-row tiles of the 32-element formats prefetch their weights: not on AMD
  * processors (isa.c); WICK_CPU_PREFETCH=0 or 1 overrides. */
 bool wk_cpu_one_row_prefetch(void);
-/* The kernels of weight type t for isa: the SIMD ones where they exist, else scalar.
- * Never NULL for one of the 15 types. */
+/* The kernels of weight type t for isa: each entry from the highest instruction set up to
+ * isa that has it, else scalar. Never NULL for one of the 15 types. */
 const wk_cpu_kernels *wk_cpu_kernels_for(wk_type t, wk_isa isa);
 
 /* Per-isa tables (NULL entries: not provided by that isa). */
 const wk_cpu_kernels *wk_cpu_kernels_scalar(wk_type t);
 const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t);
 const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t);
+
+/* A weight's whole blocks as floats, 8 at a time: elements 8e .. 8e + 7 of the nblocks blocks
+ * at w go to out + e * vstride. The AVX2 one of type t (the values of its precise form), for
+ * the AVX-512 many-row kernel, which reads two columns interleaved (vstride 16). */
+typedef void (*wk_deq_fn)(const void *w, int64_t nblocks, float *out, size_t vstride);
+wk_deq_fn wk_avx2_deq_for(wk_type t);
 
 /* AVX2 activation quantizers, byte-identical to the reference ones (x86/quantize_avx2.c). */
 void wk_avx2_quantize_q8_0(const float *x, void *y, int64_t k);

@@ -520,16 +520,25 @@ WK_K_DEQ(q5_K)
 WK_K_DEQ(q6_K)
 WK_K_DEQ(q8_K)
 
-/* deq_T(block, out): the BS floats of a block, for the buffered path. */
-#define WK_BLOCK_DEQ(T, BS)                                                                        \
-    WK_INLINE void wk_deq_##T(const void *b, float *out)                                          \
+/* deq_T(block, out, vs): the BS floats of a block, elements 8e .. 8e + 7 at out + e * vs
+ * (vs = 8: in order, for the buffered path here; 16: two columns interleaved, for the
+ * AVX-512 many-row kernel through wk_avx2_deq_for). */
+#define WK_BLOCK_DEQ(T, BS, BB)                                                                    \
+    WK_INLINE void wk_deq_##T(const void *b, float *out, size_t vs)                               \
     {                                                                                              \
         wk_deq_state st;                                                                           \
         wk_prep32_##T(b, &st);                                                                     \
         for (int j = 0; j < (BS) / 32; j++) {                                                      \
             __m256 f[4];                                                                           \
             wk_deq32_##T(b, j, &st, f);                                                            \
-            for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + 32 * j + 8 * i, f[i]);             \
+            for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + (4 * j + i) * vs, f[i]);           \
+        }                                                                                          \
+    }                                                                                              \
+    static void wk_deq_blocks_##T(const void *w, int64_t nb, float *out, size_t vs)               \
+    {                                                                                              \
+        for (int64_t bi = 0; bi < nb; bi++) {                                                      \
+            wk_prefetch((const char *)w + bi * (BB), (BB));                                        \
+            wk_deq_##T((const char *)w + bi * (BB), out + bi * ((BS) / 8) * vs, vs);              \
         }                                                                                          \
     }
 
@@ -627,7 +636,7 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
                     const char *wr = (const char *)w + (c0 + c) * ws + (s0 / (BS)) * (BB);         \
                     for (int64_t bi = 0; bi < len / (BS); bi++) {                                  \
                         wk_prefetch(wr + bi * (BB), (BB));                                         \
-                        wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS));                            \
+                        wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS), 8);                            \
                     }                                                                              \
                 }                                                                                  \
                 for (int64_t r0 = 0; r0 < nr; r0 += WK_FMA_ROWS) {                                 \
@@ -701,7 +710,7 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
  * made from the type's 32-element pieces). C1: columns side by side at one row; PF: whether
  * the register path prefetches. */
 #define WK_ROWS_GEMM(T, BS, BB, ELEM, C1, PF)                                                      \
-    WK_BLOCK_DEQ(T, BS)                                                                            \
+    WK_BLOCK_DEQ(T, BS, BB)                                                                        \
     WK_FEW_ROWS(T, BS, BB, ELEM, PF)                                                               \
     WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
@@ -777,6 +786,28 @@ const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t)
     case WK_TYPE_F32: return &wk_avx2_f32;
     case WK_TYPE_F16: return &wk_avx2_f16;
     case WK_TYPE_BF16: return &wk_avx2_bf16;
+    default: return NULL;
+    }
+}
+
+wk_deq_fn wk_avx2_deq_for(wk_type t)
+{
+    switch (t) {
+    case WK_TYPE_Q4_0: return wk_deq_blocks_q4_0;
+    case WK_TYPE_Q4_1: return wk_deq_blocks_q4_1;
+    case WK_TYPE_Q5_0: return wk_deq_blocks_q5_0;
+    case WK_TYPE_Q5_1: return wk_deq_blocks_q5_1;
+    case WK_TYPE_Q8_0: return wk_deq_blocks_q8_0;
+    case WK_TYPE_Q8_1: return wk_deq_blocks_q8_1;
+    case WK_TYPE_Q2_K: return wk_deq_blocks_q2_K;
+    case WK_TYPE_Q3_K: return wk_deq_blocks_q3_K;
+    case WK_TYPE_Q4_K: return wk_deq_blocks_q4_K;
+    case WK_TYPE_Q5_K: return wk_deq_blocks_q5_K;
+    case WK_TYPE_Q6_K: return wk_deq_blocks_q6_K;
+    case WK_TYPE_Q8_K: return wk_deq_blocks_q8_K;
+    case WK_TYPE_F32: return wk_deq_blocks_f32;
+    case WK_TYPE_F16: return wk_deq_blocks_f16;
+    case WK_TYPE_BF16: return wk_deq_blocks_bf16;
     default: return NULL;
     }
 }

@@ -1,7 +1,8 @@
-/* AVX-512 kernels of the per-type table (cpu/kernels.h): the dense weights (F32, F16, BF16)
- * with f32 activations, for up to 4 rows. The quantized formats' AVX-512 kernels work on
- * their repacked layouts (repack_avx512.c, repack_rows_avx512.c); every other entry is the
- * AVX2 table's.
+/* AVX-512 kernels of the per-type table (cpu/kernels.h): the precise form (f32 activations)
+ * of every type, its dense weights' (F32, F16, BF16) up to 4 rows in registers and every
+ * type's 5 rows and more through an L1 buffer. The quantized form's AVX-512 kernels work on
+ * the repacked layouts (repack_avx512.c, repack_rows_avx512.c); the entries this table
+ * leaves NULL are the AVX2 table's (wk_cpu_kernels_for).
  *
  * A 512-bit accumulator holds two columns, 8 lanes each: the lanes, the elements that reach
  * them and the order of the FMAs are the AVX2 kernel's (kernels_avx2.c, WK_FEW_ROWS), and
@@ -15,6 +16,7 @@
 
 #include "core/half.h"
 #include "cpu/kernels.h"
+#include "quant/traits.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
 
@@ -107,8 +109,90 @@ WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_flo
         }                                                                                          \
     }
 
-/* wk_avx512_gemm_f32_T: up to 4 rows here, more through the AVX2 kernel (its L1-buffered
- * tiles, which give the same bits). */
+/* ---- 5 rows and more: every weight type ------------------------------------------------ */
+/* For each group of 8 columns, a segment of k at a time is dequantized (by the AVX2 code: the
+ * precise form's values) into an L1 buffer, two columns interleaved 8 elements at a time, so
+ * that one 512-bit load gives a column pair. The segment then serves every row, in tiles of 6
+ * rows x 8 columns: 24 accumulators, each FMA a pair times one row's 8 elements broadcast to
+ * both halves. Per 8 elements a tile loads 4 pairs and 6 row pieces for 24 FMAs of 16 lanes,
+ * where the AVX2 buffered tiles (3 rows x 4 columns, 256 bits) load 15 for 12 FMAs of 8 lanes
+ * and were bound by their loads. Each output's lanes, elements and FMA order are the AVX2
+ * path's (kernels_avx2.c, WK_F32_GEMM), so the bits are too. */
+#define WK_ZM_ROWS 6
+#define WK_ZM_KSEG 512 /* elements a segment: 16 KiB of buffer, a multiple of every block size */
+#define WK_ZM_RB 64    /* rows whose accumulators are kept from one segment to the next */
+
+typedef float (*wk_z_elem_fn)(const void *w, int64_t i);
+
+/* R rows (1..WK_ZM_ROWS) x the buffer's 8 columns over len elements, into acc. */
+WK_INLINE void wk_zm_tile(const int R, int64_t len, const float *buf, const float *x, size_t xs,
+                          __m512 (*acc)[WK_Z_COLS / 2])
+{
+    __m512 a[WK_ZM_ROWS][WK_Z_COLS / 2];
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < WK_Z_COLS / 2; p++) a[r][p] = acc[r][p];
+    for (int64_t i = 0; i < len; i += 8) {
+        __m512 f[WK_Z_COLS / 2];
+        for (int p = 0; p < WK_Z_COLS / 2; p++) f[p] = _mm512_load_ps(buf + p * 2 * WK_ZM_KSEG + 2 * i);
+        for (int r = 0; r < R; r++) {
+            const float *xr = (const float *)((const char *)x + r * xs);
+            __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(xr + i));
+            for (int p = 0; p < WK_Z_COLS / 2; p++) a[r][p] = _mm512_fmadd_ps(f[p], xv, a[r][p]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int p = 0; p < WK_Z_COLS / 2; p++) acc[r][p] = a[r][p];
+}
+
+/* bs, bb: elements and bytes of a block as deq reads them (dense types: 32 elements); elem:
+ * one element, for a dense weight's k % 32 tail (NULL for block types, whose k is whole). */
+static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, int64_t k, int64_t nr,
+                      int64_t nc, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ldy)
+{
+    float buf[WK_Z_COLS * WK_ZM_KSEG] __attribute__((aligned(64)));
+    __m512 acc[WK_ZM_RB][WK_Z_COLS / 2];
+    const int64_t kfull = k / bs * bs;
+    for (int64_t c0 = 0; c0 < nc; c0 += WK_Z_COLS) {
+        const int cc = nc - c0 < WK_Z_COLS ? (int)(nc - c0) : WK_Z_COLS;
+        const char *wr[WK_Z_COLS];
+        for (int c = 0; c < WK_Z_COLS; c++) /* missing columns repeat column c0, dropped */
+            wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;
+        for (int64_t rb = 0; rb < nr; rb += WK_ZM_RB) {
+            const int64_t nrb = nr - rb < WK_ZM_RB ? nr - rb : WK_ZM_RB;
+            const char *xb = (const char *)x + rb * xs;
+            for (int64_t r = 0; r < nrb; r++)
+                for (int p = 0; p < WK_Z_COLS / 2; p++) acc[r][p] = _mm512_setzero_ps();
+            for (int64_t s0 = 0; s0 < kfull; s0 += WK_ZM_KSEG) {
+                const int64_t len = kfull - s0 < WK_ZM_KSEG ? kfull - s0 : WK_ZM_KSEG;
+                for (int c = 0; c < WK_Z_COLS; c++)
+                    deq(wr[c] + s0 / bs * bb, len / bs, buf + c / 2 * 2 * WK_ZM_KSEG + c % 2 * 8, 16);
+                const char *xs0 = xb + s0 * (int64_t)sizeof(float);
+                for (int64_t r0 = 0; r0 < nrb; r0 += WK_ZM_ROWS) {
+                    const char *xr = xs0 + r0 * xs;
+                    switch (nrb - r0 < WK_ZM_ROWS ? nrb - r0 : WK_ZM_ROWS) {
+                    case 1: wk_zm_tile(1, len, buf, (const float *)xr, xs, acc + r0); break;
+                    case 2: wk_zm_tile(2, len, buf, (const float *)xr, xs, acc + r0); break;
+                    case 3: wk_zm_tile(3, len, buf, (const float *)xr, xs, acc + r0); break;
+                    case 4: wk_zm_tile(4, len, buf, (const float *)xr, xs, acc + r0); break;
+                    case 5: wk_zm_tile(5, len, buf, (const float *)xr, xs, acc + r0); break;
+                    default: wk_zm_tile(6, len, buf, (const float *)xr, xs, acc + r0); break;
+                    }
+                }
+            }
+            for (int64_t r = 0; r < nrb; r++)
+                for (int c = 0; c < cc; c++) {
+                    const float *xr = (const float *)(xb + r * xs);
+                    __m512 v = acc[r][c / 2];
+                    float s = wk_z_hsum8(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
+                    for (int64_t i = kfull; i < k; i++) s = wk_z_fma1(elem(wr[c], i), xr[i], s);
+                    y[(rb + r) * ldy + c0 + c] = s;
+                }
+        }
+    }
+}
+
+/* wk_avx512_gemm_f32_T of a dense type: up to 4 rows in registers (wk_z_rows_T), more through
+ * wk_z_many. */
 #define WK_Z_GEMM(T, TYPE, ES)                                                                     \
     WK_Z_ROWS(T, ES)                                                                                 \
     static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
@@ -119,7 +203,10 @@ WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_flo
         case 2: wk_z_rows_##T(2, k, nc, w, ws, x, xs, y, ldy); break;                              \
         case 3: wk_z_rows_##T(3, k, nc, w, ws, x, xs, y, ldy); break;                              \
         case 4: wk_z_rows_##T(4, k, nc, w, ws, x, xs, y, ldy); break;                              \
-        default: wk_cpu_kernels_avx2(TYPE)->gemm_f32(k, nr, nc, w, ws, x, xs, y, ldy); break;      \
+        default:                                                                                   \
+            wk_z_many(wk_avx2_deq_for(TYPE), 32, 32 * (ES), wk_z_elem_##T, k, nr, nc, w, ws, x, xs, \
+                      y, ldy);                                                                     \
+            break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
     static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T};
@@ -127,12 +214,53 @@ WK_Z_GEMM(f32, WK_TYPE_F32, 4)
 WK_Z_GEMM(f16, WK_TYPE_F16, 2)
 WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
 
+/* The precise form of a block type: up to 4 rows through the AVX2 register path (decoded and
+ * used at once, the weights read in one pass), more through wk_z_many. The type's other
+ * entries are the AVX2 table's or the repacked kernels' (wk_cpu_kernels_for). */
+#define WK_Z_BLOCK_GEMM(T, TYPE)                                                                   \
+    static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
+                                       const void *x, size_t xs, float *y, size_t ldy)             \
+    {                                                                                              \
+        if (nr <= 4) {                                                                             \
+            wk_cpu_kernels_avx2(TYPE)->gemm_f32(k, nr, nc, w, ws, x, xs, y, ldy);                  \
+            return;                                                                                \
+        }                                                                                          \
+        const wk_type_traits *tr = wk_traits(TYPE);                                                \
+        wk_z_many(wk_avx2_deq_for(TYPE), tr->block_size, tr->block_bytes, NULL, k, nr, nc, w, ws, \
+                  x, xs, y, ldy);                                                                  \
+    }                                                                                              \
+    static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T};
+WK_Z_BLOCK_GEMM(q4_0, WK_TYPE_Q4_0)
+WK_Z_BLOCK_GEMM(q4_1, WK_TYPE_Q4_1)
+WK_Z_BLOCK_GEMM(q5_0, WK_TYPE_Q5_0)
+WK_Z_BLOCK_GEMM(q5_1, WK_TYPE_Q5_1)
+WK_Z_BLOCK_GEMM(q8_0, WK_TYPE_Q8_0)
+WK_Z_BLOCK_GEMM(q8_1, WK_TYPE_Q8_1)
+WK_Z_BLOCK_GEMM(q2_K, WK_TYPE_Q2_K)
+WK_Z_BLOCK_GEMM(q3_K, WK_TYPE_Q3_K)
+WK_Z_BLOCK_GEMM(q4_K, WK_TYPE_Q4_K)
+WK_Z_BLOCK_GEMM(q5_K, WK_TYPE_Q5_K)
+WK_Z_BLOCK_GEMM(q6_K, WK_TYPE_Q6_K)
+WK_Z_BLOCK_GEMM(q8_K, WK_TYPE_Q8_K)
+
 const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t)
 {
     switch (t) {
     case WK_TYPE_F32: return &wk_avx512_f32;
     case WK_TYPE_F16: return &wk_avx512_f16;
     case WK_TYPE_BF16: return &wk_avx512_bf16;
-    default: return NULL; /* the AVX2 table's kernels */
+    case WK_TYPE_Q4_0: return &wk_avx512_q4_0;
+    case WK_TYPE_Q4_1: return &wk_avx512_q4_1;
+    case WK_TYPE_Q5_0: return &wk_avx512_q5_0;
+    case WK_TYPE_Q5_1: return &wk_avx512_q5_1;
+    case WK_TYPE_Q8_0: return &wk_avx512_q8_0;
+    case WK_TYPE_Q8_1: return &wk_avx512_q8_1;
+    case WK_TYPE_Q2_K: return &wk_avx512_q2_K;
+    case WK_TYPE_Q3_K: return &wk_avx512_q3_K;
+    case WK_TYPE_Q4_K: return &wk_avx512_q4_K;
+    case WK_TYPE_Q5_K: return &wk_avx512_q5_K;
+    case WK_TYPE_Q6_K: return &wk_avx512_q6_K;
+    case WK_TYPE_Q8_K: return &wk_avx512_q8_K;
+    default: return NULL;
     }
 }
