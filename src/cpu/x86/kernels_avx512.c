@@ -121,6 +121,10 @@ WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_flo
 #define WK_ZM_ROWS 6
 #define WK_ZM_KSEG 512 /* elements a segment: 16 KiB of buffer, a multiple of every block size */
 #define WK_ZM_RB 64    /* rows whose accumulators are kept from one segment to the next */
+/* Floats from one column pair to the next in the buffer: 64 bytes past a multiple of 4 KiB, so
+ * that the pairs' lines at one element fall into different L1 sets (the rows of x, 4 KiB
+ * multiples apart for most k, share one). */
+#define WK_ZM_PAIR (2 * WK_ZM_KSEG + 16)
 
 typedef float (*wk_z_elem_fn)(const void *w, int64_t i);
 
@@ -133,7 +137,7 @@ WK_INLINE void wk_zm_tile(const int R, int64_t len, const float *buf, const floa
         for (int p = 0; p < WK_Z_COLS / 2; p++) a[r][p] = acc[r][p];
     for (int64_t i = 0; i < len; i += 8) {
         __m512 f[WK_Z_COLS / 2];
-        for (int p = 0; p < WK_Z_COLS / 2; p++) f[p] = _mm512_load_ps(buf + p * 2 * WK_ZM_KSEG + 2 * i);
+        for (int p = 0; p < WK_Z_COLS / 2; p++) f[p] = _mm512_load_ps(buf + p * WK_ZM_PAIR + 2 * i);
         for (int r = 0; r < R; r++) {
             const float *xr = (const float *)((const char *)x + r * xs);
             __m512 xv = _mm512_broadcast_f32x8(_mm256_loadu_ps(xr + i));
@@ -149,7 +153,7 @@ WK_INLINE void wk_zm_tile(const int R, int64_t len, const float *buf, const floa
 static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, int64_t k, int64_t nr,
                       int64_t nc, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ldy)
 {
-    float buf[WK_Z_COLS * WK_ZM_KSEG] __attribute__((aligned(64)));
+    float buf[WK_Z_COLS / 2 * WK_ZM_PAIR] __attribute__((aligned(64)));
     __m512 acc[WK_ZM_RB][WK_Z_COLS / 2];
     const int64_t kfull = k / bs * bs;
     for (int64_t c0 = 0; c0 < nc; c0 += WK_Z_COLS) {
@@ -165,7 +169,15 @@ static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, i
             for (int64_t s0 = 0; s0 < kfull; s0 += WK_ZM_KSEG) {
                 const int64_t len = kfull - s0 < WK_ZM_KSEG ? kfull - s0 : WK_ZM_KSEG;
                 for (int c = 0; c < WK_Z_COLS; c++)
-                    deq(wr[c] + s0 / bs * bb, len / bs, buf + c / 2 * 2 * WK_ZM_KSEG + c % 2 * 8, 16);
+                    deq(wr[c] + s0 / bs * bb, len / bs, buf + c / 2 * WK_ZM_PAIR + c % 2 * 8, 16);
+                /* The columns' next segments (or the next group's first) into L2 while the
+                 * rows use this one. */
+                const int64_t nx = s0 + WK_ZM_KSEG < kfull ? s0 + WK_ZM_KSEG : 0;
+                const size_t nbytes = (size_t)((kfull - nx < WK_ZM_KSEG ? kfull - nx : WK_ZM_KSEG) / bs) * bb;
+                for (int c = 0; c < cc; c++) {
+                    const char *np = (nx ? wr[c] : wr[c] + WK_Z_COLS * ws) + nx / bs * bb;
+                    for (size_t o = 0; o < nbytes; o += 64) _mm_prefetch(np + o, _MM_HINT_T1);
+                }
                 const char *xs0 = xb + s0 * (int64_t)sizeof(float);
                 for (int64_t r0 = 0; r0 < nrb; r0 += WK_ZM_ROWS) {
                     const char *xr = xs0 + r0 * xs;
