@@ -493,11 +493,23 @@ WK_LEGACY_DEQ(q5_1)
 WK_LEGACY_DEQ(q8_0)
 WK_LEGACY_DEQ(q8_1)
 
-/* The precise form's prep of the K formats: d x scale and dmin x min of each 16 elements.
- * Q4_K's, Q5_K's and Q3_K's scales are taken apart from the 12 packed bytes as three words:
- * through wk_kprep (bytes rebuilt one by one, then read back) their prep took as long as the
- * rest of the block (AVX2 dequantization of Q4_K 0.136 -> 0.076 ns an element on a Zen 4).
- * Q4_K, Q5_K: 8 scales and mins of 6 bits, each for two 16-element groups. */
+/* The precise form's prep of the K formats: d x scale and dmin x min of each 16 elements,
+ * from the block's scale bytes taken apart in vectors (Q4_K's, Q5_K's and Q3_K's 12 packed
+ * bytes as three words). Through wk_kprep (the quantized form's: bytes rebuilt one by one, then
+ * read back) the prep took as long as the rest of a block: AVX2 dequantization, Zen 4, ns an
+ * element, Q4_K 0.136 -> 0.076, Q5_K 0.179 -> 0.092, Q3_K 0.134 -> 0.099. */
+/* s0, s1: the 16 scales as int32 (groups 0-7, 8-15); m0, m1 the mins, or NULL for none. */
+WK_INLINE void wk_prep32_store(wk_deq_state *st, float d, __m256i s0, __m256i s1, float dmin, const __m256i *m0,
+                               const __m256i *m1)
+{
+    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(dmin);
+    _mm256_storeu_ps(st->dl, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(s0)));
+    _mm256_storeu_ps(st->dl + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(s1)));
+    _mm256_storeu_ps(st->ml, m0 ? _mm256_mul_ps(vm, _mm256_cvtepi32_ps(*m0)) : _mm256_setzero_ps());
+    _mm256_storeu_ps(st->ml + 8, m1 ? _mm256_mul_ps(vm, _mm256_cvtepi32_ps(*m1)) : _mm256_setzero_ps());
+    st->aux = _mm256_setzero_si256();
+}
+/* Q4_K, Q5_K: 8 scales and mins of 6 bits, each for two 16-element groups. */
 WK_INLINE void wk_prep32_k4(const uint8_t *s, uint16_t d, uint16_t dmin, wk_deq_state *st)
 {
     uint32_t a, b, c;
@@ -507,15 +519,10 @@ WK_INLINE void wk_prep32_k4(const uint8_t *s, uint16_t d, uint16_t dmin, wk_deq_
     const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
     const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), mn = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
     const __m128i sc2 = _mm_unpacklo_epi8(sc, sc), mn2 = _mm_unpacklo_epi8(mn, mn); /* each twice */
-    const __m256 vd = _mm256_set1_ps(wk_h2f(d)), vm = _mm256_set1_ps(wk_h2f(dmin));
-    for (int h = 0; h < 2; h++) {
-        __m128i sh = h ? _mm_srli_si128(sc2, 8) : sc2, mh = h ? _mm_srli_si128(mn2, 8) : mn2;
-        _mm256_storeu_ps(st->dl + 8 * h, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(sh))));
-        _mm256_storeu_ps(st->ml + 8 * h, _mm256_mul_ps(vm, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(mh))));
-    }
-    st->aux = _mm256_setzero_si256();
+    const __m256i m0 = _mm256_cvtepu8_epi32(mn2), m1 = _mm256_cvtepu8_epi32(_mm_srli_si128(mn2, 8));
+    wk_prep32_store(st, wk_h2f(d), _mm256_cvtepu8_epi32(sc2), _mm256_cvtepu8_epi32(_mm_srli_si128(sc2, 8)),
+                    wk_h2f(dmin), &m0, &m1);
 }
-
 WK_INLINE void wk_prep32_q4_K(const void *b, wk_deq_state *st)
 {
     const wk_block_q4_K *x = b;
@@ -526,9 +533,7 @@ WK_INLINE void wk_prep32_q5_K(const void *b, wk_deq_state *st)
     const wk_block_q5_K *x = b;
     wk_prep32_k4(x->scales, x->d, x->dmin, st);
 }
-
-/* Q3_K's 16 scales (wk_q3_scale: 4 low bits in nibbles, 2 high bits in bytes 8-11) minus 32,
- * times d, taken apart as words as for Q4_K; no minimums. */
+/* Q3_K: 16 scales (wk_q3_scale: 4 low bits in nibbles, 2 high bits in bytes 8-11) minus 32. */
 WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
 {
     const wk_block_q3_K *x = b;
@@ -540,27 +545,36 @@ WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
                                                   (int)((hi & m4) | (((top >> 2) & m2) << 4)),
                                                   (int)((lo & m4) | ((top & m2) << 4))),
                                     _mm_set1_epi8(32));
-    const __m256 vd = _mm256_set1_ps(wk_h2f(x->d));
-    _mm256_storeu_ps(st->dl, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
-    _mm256_storeu_ps(st->dl + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
-    _mm256_storeu_ps(st->ml, _mm256_setzero_ps());
-    _mm256_storeu_ps(st->ml + 8, _mm256_setzero_ps());
-    st->aux = _mm256_setzero_si256();
+    wk_prep32_store(st, wk_h2f(x->d), _mm256_cvtepi8_epi32(sc), _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)), 0.0f,
+                    NULL, NULL);
+}
+/* Q2_K: a 4-bit scale (low nibble) and min (high) a byte. */
+WK_INLINE void wk_prep32_q2_K(const void *b, wk_deq_state *st)
+{
+    const wk_block_q2_K *x = b;
+    const __m128i v = _mm_loadu_si128((const __m128i *)x->scales), m4 = _mm_set1_epi8(0x0f);
+    const __m128i sc = _mm_and_si128(v, m4), mn = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+    const __m256i m0 = _mm256_cvtepu8_epi32(mn), m1 = _mm256_cvtepu8_epi32(_mm_srli_si128(mn, 8));
+    wk_prep32_store(st, wk_h2f(x->d), _mm256_cvtepu8_epi32(sc), _mm256_cvtepu8_epi32(_mm_srli_si128(sc, 8)),
+                    wk_h2f(x->dmin), &m0, &m1);
+}
+/* Q6_K: 16 signed 8-bit scales. */
+WK_INLINE void wk_prep32_q6_K(const void *b, wk_deq_state *st)
+{
+    const wk_block_q6_K *x = b;
+    const __m128i v = _mm_loadu_si128((const __m128i *)x->scales);
+    wk_prep32_store(st, wk_h2f(x->d), _mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)), 0.0f,
+                    NULL, NULL);
+}
+/* Q8_K: d alone (a scale of 1 a group). */
+WK_INLINE void wk_prep32_q8_K(const void *b, wk_deq_state *st)
+{
+    const wk_block_q8_K *x = b;
+    const __m256i one = _mm256_set1_epi32(1);
+    wk_prep32_store(st, x->d, one, one, 0.0f, NULL, NULL);
 }
 
 #define WK_K_DEQ(T)                                                                                \
-    WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st)                                 \
-    {                                                                                              \
-        wk_kprep p;                                                                                \
-        wk_prep_##T(b, &p);                                                                        \
-        for (int g = 0; g < 16; g++) {                                                             \
-            st->dl[g] = p.d * (float)p.sc[g];                                                      \
-            st->ml[g] = p.dmin * (float)p.mn[g];                                                   \
-        }                                                                                          \
-        st->aux = _mm256_setzero_si256();                                                          \
-    }                                                                                              \
-    WK_K_DEQ32(T)
-#define WK_K_DEQ32(T)                                                                              \
     WK_INLINE void wk_deq32_##T(const void *b, int j, wk_deq_state *st, __m256 f[4])              \
     {                                                                                              \
         wk_s8_to_f32(wk_kdec_##T(b, j, &st->aux), f);                                              \
@@ -571,9 +585,9 @@ WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
     }
 
 WK_K_DEQ(q2_K)
-WK_K_DEQ32(q3_K)
-WK_K_DEQ32(q4_K)
-WK_K_DEQ32(q5_K)
+WK_K_DEQ(q3_K)
+WK_K_DEQ(q4_K)
+WK_K_DEQ(q5_K)
 WK_K_DEQ(q6_K)
 WK_K_DEQ(q8_K)
 
