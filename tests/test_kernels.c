@@ -690,10 +690,10 @@ static void test_precise_avx512_vs_avx2(void)
         CHECK_MSG(z && z->gemm_f32 && a, "%s: no AVX-512 precise kernel", tr->name);
         if (!z || !z->gemm_f32 || !a) continue;
         const int64_t bs = tr->block_size == 1 ? 32 : tr->block_size;
-        const int64_t dense_ks[] = {32, 37, 96, 4096 + 31}, block_ks[] = {bs, 3 * bs, 6 * bs};
-        const bool dense = tr->block_size == 1;
-        const int64_t *ks = dense ? dense_ks : block_ks;
-        const size_t nk = dense ? 4 : 3;
+        /* 20 blocks: 640 elements of a 32-element format, a segment and a short one */
+        const int64_t dense_ks[] = {32, 37, 96, 4096 + 31}, block_ks[] = {bs, 3 * bs, 6 * bs, 20 * bs};
+        const int64_t *ks = tr->block_size == 1 ? dense_ks : block_ks;
+        const size_t nk = 4;
         for (size_t ki = 0; ki < nk; ki++) {
             const int64_t k = ks[ki], NR = nrs[sizeof nrs / sizeof nrs[0] - 1];
             size_t ws = 0;

@@ -549,8 +549,9 @@ WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
     wk_prep32_store(st, wk_h2f(x->d), _mm256_cvtepi8_epi32(sc), _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)), 0.0f,
                     NULL, NULL);
 }
-/* Q2_K, Q6_K, Q8_K: through wk_kprep, whose bytes are whole (as fast as the vector form, and
- * 6% faster in the one-row register path: Q6_K, Zen 4, 2 threads, 3.4 against 3.6 ms). */
+/* Q2_K, Q6_K, Q8_K: through wk_kprep, whose bytes are whole (in vectors their dequantization
+ * was no faster, and Q6_K's one row in the register path slower: Zen 4, one thread, 6.7 ->
+ * 7.1-7.4 ms). */
 #define WK_KPREP32(T)                                                                              \
     WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st)                                 \
     {                                                                                              \
