@@ -213,16 +213,22 @@ WK_INLINE __m256i wk_kscale(const wk_kprep *p, int j)
     return _mm256_set_m128i(_mm_set1_epi16(p->sc[2 * j + 1]), _mm_set1_epi16(p->sc[2 * j]));
 }
 
+/* Q4_K's and Q5_K's 8 scales and mins (6 bits, packed in 12 bytes; wk_k4_scale_min), each for
+ * two 16-element groups, taken apart as three words and stored as vectors: built byte by byte
+ * and read back as vectors, this was as slow as the rest of a block's dequantization (AVX2
+ * precise form, Zen 4, Q4_K 0.136 -> 0.076 ns an element). */
 WK_INLINE void wk_prep_k4(const uint8_t *scales, uint16_t d, uint16_t dmin, wk_kprep *p)
 {
+    uint32_t a, b, c;
+    memcpy(&a, scales, 4), memcpy(&b, scales + 4, 4), memcpy(&c, scales + 8, 4);
+    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)(a & 0x3f3f3f3fu));
+    const __m128i mn = _mm_set_epi32(0, 0, (int)mn_hi, (int)(b & 0x3f3f3f3fu));
+    _mm256_storeu_si256((__m256i *)p->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
+    _mm256_storeu_si256((__m256i *)p->mn, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
     p->d = wk_h2f(d);
     p->dmin = wk_h2f(dmin);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        wk_k4_scale_min(scales, j, &sc, &m);
-        p->sc[2 * j] = p->sc[2 * j + 1] = sc;
-        p->mn[2 * j] = p->mn[2 * j + 1] = m;
-    }
 }
 
 WK_INLINE void wk_prep_q4_K(const void *b, wk_kprep *p)
@@ -302,15 +308,23 @@ WK_INLINE __m256i wk_kdec_q2_K(const void *b, int j, __m256i *aux)
     return _mm256_and_si256(v, _mm256_set1_epi8(3));
 }
 
+/* Q3_K's 16 scales (wk_q3_scale: 4 low bits in nibbles, 2 high bits in bytes 8-11) minus 32,
+ * taken apart as words as Q4_K's (precise form 0.134 -> 0.099 ns an element). */
 WK_INLINE void wk_prep_q3_K(const void *b, wk_kprep *p)
 {
     const wk_block_q3_K *x = b;
+    uint32_t lo, hi, top;
+    memcpy(&lo, x->scales, 4), memcpy(&hi, x->scales + 4, 4), memcpy(&top, x->scales + 8, 4);
+    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
+    const __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)(((hi >> 4) & m4) | (((top >> 6) & m2) << 4)),
+                                                  (int)(((lo >> 4) & m4) | (((top >> 4) & m2) << 4)),
+                                                  (int)((hi & m4) | (((top >> 2) & m2) << 4)),
+                                                  (int)((lo & m4) | ((top & m2) << 4))),
+                                    _mm_set1_epi8(32));
+    _mm256_storeu_si256((__m256i *)p->sc, _mm256_cvtepi8_epi16(sc));
+    _mm256_storeu_si256((__m256i *)p->mn, _mm256_setzero_si256());
     p->d = wk_h2f(x->d);
     p->dmin = 0.0f;
-    for (int g = 0; g < 16; g++) {
-        p->sc[g] = (int16_t)(wk_q3_scale(x->scales, g) - 32);
-        p->mn[g] = 0;
-    }
 }
 
 WK_INLINE __m256i wk_kdec_q3_K(const void *b, int j, __m256i *aux)
@@ -493,65 +507,7 @@ WK_LEGACY_DEQ(q5_1)
 WK_LEGACY_DEQ(q8_0)
 WK_LEGACY_DEQ(q8_1)
 
-/* The precise form's prep of the K formats: d x scale and dmin x min of each 16 elements.
- * Q4_K's, Q5_K's and Q3_K's 12 packed scale bytes are taken apart as three words: through
- * wk_kprep (the quantized form's: bytes rebuilt one by one, then read back) their prep took as
- * long as the rest of a block (AVX2 dequantization, Zen 4, ns an element: Q4_K 0.136 -> 0.076,
- * Q5_K 0.179 -> 0.092, Q3_K 0.134 -> 0.099; precise form, one row from memory, 2 threads:
- * Q4_K 2.49 -> 1.82 ms, Q3_K 3.23 -> 2.27). */
-/* s0, s1: the 16 scales as int32 (groups 0-7, 8-15); m0, m1 the mins, or NULL for none. */
-WK_INLINE void wk_prep32_store(wk_deq_state *st, float d, __m256i s0, __m256i s1, float dmin, const __m256i *m0,
-                               const __m256i *m1)
-{
-    const __m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(dmin);
-    _mm256_storeu_ps(st->dl, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(s0)));
-    _mm256_storeu_ps(st->dl + 8, _mm256_mul_ps(vd, _mm256_cvtepi32_ps(s1)));
-    _mm256_storeu_ps(st->ml, m0 ? _mm256_mul_ps(vm, _mm256_cvtepi32_ps(*m0)) : _mm256_setzero_ps());
-    _mm256_storeu_ps(st->ml + 8, m1 ? _mm256_mul_ps(vm, _mm256_cvtepi32_ps(*m1)) : _mm256_setzero_ps());
-    st->aux = _mm256_setzero_si256();
-}
-/* Q4_K, Q5_K: 8 scales and mins of 6 bits, each for two 16-element groups. */
-WK_INLINE void wk_prep32_k4(const uint8_t *s, uint16_t d, uint16_t dmin, wk_deq_state *st)
-{
-    uint32_t a, b, c;
-    memcpy(&a, s, 4), memcpy(&b, s + 4, 4), memcpy(&c, s + 8, 4);
-    const uint32_t sc_lo = a & 0x3f3f3f3fu, mn_lo = b & 0x3f3f3f3fu;
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo), mn = _mm_set_epi32(0, 0, (int)mn_hi, (int)mn_lo);
-    const __m128i sc2 = _mm_unpacklo_epi8(sc, sc), mn2 = _mm_unpacklo_epi8(mn, mn); /* each twice */
-    const __m256i m0 = _mm256_cvtepu8_epi32(mn2), m1 = _mm256_cvtepu8_epi32(_mm_srli_si128(mn2, 8));
-    wk_prep32_store(st, wk_h2f(d), _mm256_cvtepu8_epi32(sc2), _mm256_cvtepu8_epi32(_mm_srli_si128(sc2, 8)),
-                    wk_h2f(dmin), &m0, &m1);
-}
-WK_INLINE void wk_prep32_q4_K(const void *b, wk_deq_state *st)
-{
-    const wk_block_q4_K *x = b;
-    wk_prep32_k4(x->scales, x->d, x->dmin, st);
-}
-WK_INLINE void wk_prep32_q5_K(const void *b, wk_deq_state *st)
-{
-    const wk_block_q5_K *x = b;
-    wk_prep32_k4(x->scales, x->d, x->dmin, st);
-}
-/* Q3_K: 16 scales (wk_q3_scale: 4 low bits in nibbles, 2 high bits in bytes 8-11) minus 32. */
-WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
-{
-    const wk_block_q3_K *x = b;
-    uint32_t lo, hi, top;
-    memcpy(&lo, x->scales, 4), memcpy(&hi, x->scales + 4, 4), memcpy(&top, x->scales + 8, 4);
-    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-    const __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)(((hi >> 4) & m4) | (((top >> 6) & m2) << 4)),
-                                                  (int)(((lo >> 4) & m4) | (((top >> 4) & m2) << 4)),
-                                                  (int)((hi & m4) | (((top >> 2) & m2) << 4)),
-                                                  (int)((lo & m4) | ((top & m2) << 4))),
-                                    _mm_set1_epi8(32));
-    wk_prep32_store(st, wk_h2f(x->d), _mm256_cvtepi8_epi32(sc), _mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)), 0.0f,
-                    NULL, NULL);
-}
-/* Q2_K, Q6_K, Q8_K: through wk_kprep, whose bytes are whole (in vectors their dequantization
- * was no faster, and Q6_K's one row in the register path slower: Zen 4, one thread, 6.7 ->
- * 7.1-7.4 ms). */
+/* The precise form's prep of the K formats: d x scale and dmin x min of each 16 elements. */
 #define WK_KPREP32(T)                                                                              \
     WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st)                                 \
     {                                                                                              \
@@ -564,6 +520,9 @@ WK_INLINE void wk_prep32_q3_K(const void *b, wk_deq_state *st)
         st->aux = _mm256_setzero_si256();                                                          \
     }
 WK_KPREP32(q2_K)
+WK_KPREP32(q3_K)
+WK_KPREP32(q4_K)
+WK_KPREP32(q5_K)
 WK_KPREP32(q6_K)
 WK_KPREP32(q8_K)
 

@@ -62,6 +62,21 @@ WK_INLINE float wk_z_elem_f32(const void *w, int64_t i) { return ((const float *
 WK_INLINE float wk_z_elem_f16(const void *w, int64_t i) { return _cvtsh_ss(((const uint16_t *)w)[i]); }
 WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_float(((const uint16_t *)w)[i]); }
 
+typedef float (*wk_z_elem_fn)(const void *w, int64_t i);
+
+/* One row's outputs of cc columns from its pair accumulators: each column's 8 lanes summed, then
+ * the elements past kfull (a dense weight's k % 32; elem NULL when there are none) one FMA each. */
+WK_INLINE void wk_z_store_row(const __m512 *a, int cc, const char *const *wr, wk_z_elem_fn elem, int64_t kfull,
+                              int64_t k, const float *xr, float *yr)
+{
+    for (int c = 0; c < cc; c++) {
+        const __m512 v = a[c / 2];
+        float s = wk_z_hsum8(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
+        for (int64_t i = kfull; i < k; i++) s = wk_z_fma1(elem(wr[c], i), xr[i], s);
+        yr[c] = s;
+    }
+}
+
 /* At one row each column's stream is prefetched into L2 2 KiB ahead, a line at a time: F16
  * 8192 x 4096 from memory, Zen 4, three alternated rounds: one thread 2.96-3.04 -> 2.68-2.82 ms,
  * two 2.08-2.32 -> 1.94-2.14 (88-93% -> 94-97% of the bandwidth); BF16 the same, F32 as
@@ -98,14 +113,8 @@ WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_flo
                     }                                                                              \
             }                                                                                      \
             for (int r = 0; r < R; r++)                                                            \
-                for (int c = 0; c < cc; c++) {                                                     \
-                    const float *xr = (const float *)((const char *)x + r * xs);                   \
-                    __m512 v = a[r][c / 2];                                                        \
-                    float s = wk_z_hsum8(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v)); \
-                    for (int64_t i = kfull; i < k; i++)                                    \
-                        s = wk_z_fma1(wk_z_elem_##T(wr[c], i), xr[i], s);                  \
-                    y[r * ldy + c0 + c] = s;                                                       \
-                }                                                                                  \
+                wk_z_store_row(a[r], cc, wr, wk_z_elem_##T, kfull, k, (const float *)((const char *)x + r * xs), \
+                               y + r * ldy + c0);                                                  \
         }                                                                                          \
     }
 
@@ -125,8 +134,6 @@ WK_INLINE float wk_z_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_flo
  * that the pairs' lines at one element fall into different L1 sets (the rows of x, 4 KiB
  * multiples apart for most k, share one). */
 #define WK_ZM_PAIR (2 * WK_ZM_KSEG + 16)
-
-typedef float (*wk_z_elem_fn)(const void *w, int64_t i);
 
 /* R rows (1..WK_ZM_ROWS) x the buffer's 8 columns over len elements, into acc. */
 WK_INLINE void wk_zm_tile(const int R, int64_t len, const float *buf, const float *x, size_t xs,
@@ -192,13 +199,7 @@ static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, i
                 }
             }
             for (int64_t r = 0; r < nrb; r++)
-                for (int c = 0; c < cc; c++) {
-                    const float *xr = (const float *)(xb + r * xs);
-                    __m512 v = acc[r][c / 2];
-                    float s = wk_z_hsum8(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
-                    for (int64_t i = kfull; i < k; i++) s = wk_z_fma1(elem(wr[c], i), xr[i], s);
-                    y[(rb + r) * ldy + c0 + c] = s;
-                }
+                wk_z_store_row(acc[r], cc, wr, elem, kfull, k, (const float *)(xb + r * xs), y + (rb + r) * ldy + c0);
         }
     }
 }
