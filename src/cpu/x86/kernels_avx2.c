@@ -17,6 +17,8 @@
 
 #include "core/half.h"
 #include "cpu/kernels.h"
+#include "cpu/x86/few_rows_x86.h"
+#include "cpu/x86/kprep_x86.h"
 #include "quant/blocks.h"
 #include "quant/kquants_internal.h"
 #include "quant/traits.h"
@@ -26,29 +28,12 @@
 /* ---- small helpers --------------------------------------------------------------- */
 /* Weights are streamed once per call: prefetching them a little ahead keeps more memory
  * reads in flight than a busy core issues by itself (see repack_avx2.c). */
-#define WK_PF_AHEAD 2048
 WK_INLINE void wk_prefetch(const void *p, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64)
         _mm_prefetch((const char *)p + WK_PF_AHEAD + off, _MM_HINT_T0);
 }
 
-WK_INLINE float wk_h2f(uint16_t h) { return _cvtsh_ss(h); }
-
-/* a * b + c rounded once, written out so that every kernel's tail has the same operation
- * whatever the compiler contracts (GNU C contracts a * b + c where it sees fit). */
-WK_INLINE float wk_fma1(float a, float b, float c)
-{
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
-
-WK_INLINE float wk_hsum(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* 16 pairs of 4-bit values: low nibbles -> bytes 0..15, high nibbles -> bytes 16..31. */
 WK_INLINE __m256i wk_nibbles(const uint8_t *qs)
@@ -202,40 +187,13 @@ WK_INLINE __m256i wk_act_q8_1(const void *b, float *d, float *s)
  * A super-block's weights are decoded into 8 groups of 32 signed bytes; integer scales
  * (one per 16 elements) multiply the pair sums in _mm256_madd_epi16, and the sums stay
  * integer across the super-block. Mins enter through the activation's bsums. */
-typedef struct {
-    float d, dmin;
-    int16_t sc[16]; /* scale of each 16 elements */
-    int16_t mn[16]; /* min of each 16 elements (0 if none) */
-} wk_kprep;
 
 WK_INLINE __m256i wk_kscale(const wk_kprep *p, int j)
 {
     return _mm256_set_m128i(_mm_set1_epi16(p->sc[2 * j + 1]), _mm_set1_epi16(p->sc[2 * j]));
 }
 
-/* Q4_K's and Q5_K's 8 scales and mins (6 bits, packed in 12 bytes; wk_k4_scale_min), each for
- * two 16-element groups, taken apart as three words and stored as vectors: built byte by byte
- * and read back as vectors, this was as slow as the rest of a block's dequantization (AVX2
- * precise form, Zen 4, Q4_K 0.136 -> 0.076 ns an element). */
-WK_INLINE void wk_prep_k4(const uint8_t *scales, uint16_t d, uint16_t dmin, wk_kprep *p)
-{
-    uint32_t a, b, c;
-    memcpy(&a, scales, 4), memcpy(&b, scales + 4, 4), memcpy(&c, scales + 8, 4);
-    const uint32_t sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    const uint32_t mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)(a & 0x3f3f3f3fu));
-    const __m128i mn = _mm_set_epi32(0, 0, (int)mn_hi, (int)(b & 0x3f3f3f3fu));
-    _mm256_storeu_si256((__m256i *)p->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
-    _mm256_storeu_si256((__m256i *)p->mn, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn)));
-    p->d = wk_h2f(d);
-    p->dmin = wk_h2f(dmin);
-}
 
-WK_INLINE void wk_prep_q4_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q4_K *x = b;
-    wk_prep_k4(x->scales, x->d, x->dmin, p);
-}
 
 WK_INLINE __m256i wk_kdec_q4_K(const void *b, int j, __m256i *aux)
 {
@@ -246,11 +204,6 @@ WK_INLINE __m256i wk_kdec_q4_K(const void *b, int j, __m256i *aux)
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
 
-WK_INLINE void wk_prep_q5_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q5_K *x = b;
-    wk_prep_k4(x->scales, x->d, x->dmin, p);
-}
 
 WK_INLINE __m256i wk_kdec_q5_K(const void *b, int j, __m256i *aux)
 {
@@ -264,15 +217,6 @@ WK_INLINE __m256i wk_kdec_q5_K(const void *b, int j, __m256i *aux)
     return _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
 }
 
-WK_INLINE void wk_prep_q6_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q6_K *x = b;
-    p->d = wk_h2f(x->d);
-    p->dmin = 0.0f;
-    __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
-    _mm256_storeu_si256((__m256i *)p->sc, sc);
-    _mm256_storeu_si256((__m256i *)p->mn, _mm256_setzero_si256());
-}
 
 WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
 {
@@ -288,16 +232,6 @@ WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
     return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
 
-WK_INLINE void wk_prep_q2_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q2_K *x = b;
-    p->d = wk_h2f(x->d);
-    p->dmin = wk_h2f(x->dmin);
-    for (int g = 0; g < 16; g++) {
-        p->sc[g] = x->scales[g] & 0x0f;
-        p->mn[g] = x->scales[g] >> 4;
-    }
-}
 
 WK_INLINE __m256i wk_kdec_q2_K(const void *b, int j, __m256i *aux)
 {
@@ -308,24 +242,6 @@ WK_INLINE __m256i wk_kdec_q2_K(const void *b, int j, __m256i *aux)
     return _mm256_and_si256(v, _mm256_set1_epi8(3));
 }
 
-/* Q3_K's 16 scales (wk_q3_scale: 4 low bits in nibbles, 2 high bits in bytes 8-11) minus 32,
- * taken apart as words as Q4_K's (precise form 0.134 -> 0.099 ns an element). */
-WK_INLINE void wk_prep_q3_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q3_K *x = b;
-    uint32_t lo, hi, top;
-    memcpy(&lo, x->scales, 4), memcpy(&hi, x->scales + 4, 4), memcpy(&top, x->scales + 8, 4);
-    const uint32_t m4 = 0x0f0f0f0fu, m2 = 0x03030303u;
-    const __m128i sc = _mm_sub_epi8(_mm_set_epi32((int)(((hi >> 4) & m4) | (((top >> 6) & m2) << 4)),
-                                                  (int)(((lo >> 4) & m4) | (((top >> 4) & m2) << 4)),
-                                                  (int)((hi & m4) | (((top >> 2) & m2) << 4)),
-                                                  (int)((lo & m4) | ((top & m2) << 4))),
-                                    _mm_set1_epi8(32));
-    _mm256_storeu_si256((__m256i *)p->sc, _mm256_cvtepi8_epi16(sc));
-    _mm256_storeu_si256((__m256i *)p->mn, _mm256_setzero_si256());
-    p->d = wk_h2f(x->d);
-    p->dmin = 0.0f;
-}
 
 WK_INLINE __m256i wk_kdec_q3_K(const void *b, int j, __m256i *aux)
 {
@@ -339,16 +255,6 @@ WK_INLINE __m256i wk_kdec_q3_K(const void *b, int j, __m256i *aux)
     return _mm256_sub_epi8(v, _mm256_andnot_si256(set, _mm256_set1_epi8(4)));
 }
 
-WK_INLINE void wk_prep_q8_K(const void *b, wk_kprep *p)
-{
-    const wk_block_q8_K *x = b;
-    p->d = x->d;
-    p->dmin = 0.0f;
-    for (int g = 0; g < 16; g++) {
-        p->sc[g] = 1;
-        p->mn[g] = 0;
-    }
-}
 
 WK_INLINE __m256i wk_kdec_q8_K(const void *b, int j, __m256i *aux)
 {
@@ -504,8 +410,24 @@ WK_LEGACY_DEQ(q4_0)
 WK_LEGACY_DEQ(q4_1)
 WK_LEGACY_DEQ(q5_0)
 WK_LEGACY_DEQ(q5_1)
-WK_LEGACY_DEQ(q8_0)
-WK_LEGACY_DEQ(q8_1)
+/* 8-bit codes: each 8 bytes widened straight from memory (one instruction with its load),
+ * where widening a register of 32 bytes takes extracts and shifts first: the same values. */
+WK_INLINE void wk_s8x32_to_f32(const int8_t *qs, __m256 f[4])
+{
+    for (int i = 0; i < 4; i++) f[i] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * i))));
+}
+#define WK_Q8_DEQ(T)                                                                               \
+    WK_INLINE void wk_prep32_##T(const void *b, wk_deq_state *st) { (void)b, (void)st; }          \
+    WK_INLINE void wk_deq32_##T(const void *b, int j, wk_deq_state *st, __m256 f[4])              \
+    {                                                                                              \
+        (void)j, (void)st;                                                                         \
+        const wk_block_##T *x = b;                                                                 \
+        wk_s8x32_to_f32(x->qs, f);                                                                 \
+        const __m256 vd = _mm256_set1_ps(wk_h2f(x->d)), vm = _mm256_setzero_ps();                  \
+        for (int i = 0; i < 4; i++) f[i] = _mm256_fmadd_ps(f[i], vd, vm);                          \
+    }
+WK_Q8_DEQ(q8_0)
+WK_Q8_DEQ(q8_1)
 
 /* The precise form's prep of the K formats: d x scale and dmin x min of each 16 elements. */
 #define WK_KPREP32(T)                                                                              \
@@ -541,7 +463,15 @@ WK_K_DEQ(q3_K)
 WK_K_DEQ(q4_K)
 WK_K_DEQ(q5_K)
 WK_K_DEQ(q6_K)
-WK_K_DEQ(q8_K)
+
+WK_INLINE void wk_deq32_q8_K(const void *b, int j, wk_deq_state *st, __m256 f[4])
+{
+    wk_s8x32_to_f32(((const wk_block_q8_K *)b)->qs + 32 * j, f);
+    for (int i = 0; i < 4; i++) {
+        int g = 2 * j + i / 2;
+        f[i] = _mm256_fmsub_ps(f[i], _mm256_broadcast_ss(&st->dl[g]), _mm256_broadcast_ss(&st->ml[g]));
+    }
+}
 
 /* deq_T(block, out, vs): the BS floats of a block, elements 8e .. 8e + 7 at out + e * vs
  * (vs = 8: in order, for the buffered path here; 16: two columns interleaved, for the
@@ -678,61 +608,12 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         }                                                                                          \
     }
 
-/* Up to 4 rows, any weight type: each 32-element piece of C columns (up to 8 for 1 row, 4
- * for 2, 2 for 3-4: the accumulators stay in registers) decoded in registers and used at
- * once, no L1 buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in
- * cache, m = 1: quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1
- * earlier 6.8 -> 4.2-4.5 ms). The values and the order of the FMAs are the buffered path's,
- * and the k % 32 tail of dense weights (ELEM) is added after the lanes' sum as there: the
- * same bits. PF: prefetch the weights WK_PF_AHEAD ahead (the dense types stream faster
- * without it: the next lines of each column are the hardware prefetcher's; see WK_DENSE_C). */
-#define WK_FEW_ROWS(T, BS, BB, ELEM, PF)                                                           \
-    WK_INLINE void wk_few_rows_##T(const int R, const int C, int64_t k, int64_t nc, const void *w, \
-                                   size_t ws, const void *x, size_t xs, float *y, size_t ldy)     \
-    {                                                                                              \
-        const int64_t nb = k / (BS);                                                               \
-        for (int64_t c0 = 0; c0 < nc; c0 += C) {                                                   \
-            int cc = nc - c0 < C ? (int)(nc - c0) : C;                                             \
-            const char *wr[8];                                                                     \
-            for (int c = 0; c < C; c++) /* missing columns read column c0 and are dropped */     \
-                wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;                            \
-            __m256 a[4][8];                                                                        \
-            for (int r = 0; r < 4; r++) /* all: the compiler cannot see that cc <= C */           \
-                for (int c = 0; c < 8; c++) a[r][c] = _mm256_setzero_ps();                         \
-            for (int64_t bi = 0; bi < nb; bi++) {                                                  \
-                wk_deq_state st[8];                                                                \
-                for (int c = 0; c < C; c++) {                                                      \
-                    if (PF) wk_prefetch(wr[c] + bi * (BB), (BB));                                  \
-                    wk_prep32_##T(wr[c] + bi * (BB), &st[c]);                                      \
-                }                                                                                  \
-                for (int j = 0; j < (BS) / 32; j++)                                                \
-                    for (int c = 0; c < C; c++) {                                                  \
-                        __m256 f[4];                                                               \
-                        wk_deq32_##T(wr[c] + bi * (BB), j, &st[c], f);                             \
-                        for (int i = 0; i < 4; i++)                                                \
-                            for (int r = 0; r < R; r++) {                                          \
-                                const float *xr = (const float *)((const char *)x + r * xs);       \
-                                __m256 xv = _mm256_loadu_ps(xr + bi * (BS) + 32 * j + 8 * i);       \
-                                a[r][c] = _mm256_fmadd_ps(f[i], xv, a[r][c]);                      \
-                            }                                                                      \
-                    }                                                                              \
-            }                                                                                      \
-            for (int r = 0; r < R; r++)                                                            \
-                for (int c = 0; c < cc; c++) {                                                     \
-                    const float *xr = (const float *)((const char *)x + r * xs);                   \
-                    float s = wk_hsum(a[r][c]);                                                    \
-                    for (int64_t i = nb * (BS); i < k; i++) s = wk_fma1(ELEM(wr[c], i), xr[i], s);           \
-                    y[r * ldy + c0 + c] = s;                                                       \
-                }                                                                                  \
-        }                                                                                          \
-    }
-
 /* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond (wk_deq_T
  * made from the type's 32-element pieces). C1: columns side by side at one row; PF: whether
  * the register path prefetches. */
 #define WK_ROWS_GEMM(T, BS, BB, ELEM, C1, PF)                                                      \
     WK_BLOCK_DEQ(T, BS, BB)                                                                        \
-    WK_FEW_ROWS(T, BS, BB, ELEM, PF)                                                               \
+    WK_FEW_ROWS(wk_few_rows_##T, wk_deq_state, wk_prep32_##T, wk_deq32_##T, BS, BB, ELEM, PF)       \
     WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \

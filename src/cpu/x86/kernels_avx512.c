@@ -1,6 +1,7 @@
 /* AVX-512 kernels of the per-type table (cpu/kernels.h): the precise form (f32 activations)
  * of every type, its dense weights' (F32, F16, BF16) up to 4 rows in registers and every
- * type's 5 rows and more through an L1 buffer. The quantized form's AVX-512 kernels work on
+ * type's 5 rows and more through an L1 buffer (1 to 4 rows of a block type: table lookups in
+ * precise_rows_avx512.c, or the AVX2 register path). The quantized form's AVX-512 kernels work on
  * the repacked layouts (repack_avx512.c, repack_rows_avx512.c); the entries this table
  * leaves NULL are the AVX2 table's (wk_cpu_kernels_for).
  *
@@ -16,27 +17,13 @@
 
 #include "core/half.h"
 #include "cpu/kernels.h"
+#include "cpu/x86/few_rows_x86.h"
 #include "quant/traits.h"
 
 #define WK_INLINE static inline __attribute__((always_inline))
 
 /* Columns side by side (two a register): 8 streams, the count that read fastest. */
 #define WK_Z_COLS 8
-
-/* The lanes' sum of 8 floats, in kernels_avx2.c's order (wk_hsum). */
-WK_INLINE float wk_z_hsum8(__m256 v)
-{
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* a * b + c rounded once, as kernels_avx2.c's tails (wk_fma1). */
-WK_INLINE float wk_z_fma1(float a, float b, float c)
-{
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
 
 /* Elements i..i+7 of two weight rows p and q, as floats: p's in the low half, q's in the high. */
 WK_INLINE __m512 wk_z_pair_f32(const void *p, const void *q, int64_t i)
@@ -71,8 +58,8 @@ WK_INLINE void wk_z_store_row(const __m512 *a, int cc, const char *const *wr, wk
 {
     for (int c = 0; c < cc; c++) {
         const __m512 v = a[c / 2];
-        float s = wk_z_hsum8(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
-        for (int64_t i = kfull; i < k; i++) s = wk_z_fma1(elem(wr[c], i), xr[i], s);
+        float s = wk_hsum(c % 2 ? _mm512_extractf32x8_ps(v, 1) : _mm512_castps512_ps256(v));
+        for (int64_t i = kfull; i < k; i++) s = wk_fma1(elem(wr[c], i), xr[i], s);
         yr[c] = s;
     }
 }
@@ -227,15 +214,18 @@ WK_Z_GEMM(f32, WK_TYPE_F32, 4)
 WK_Z_GEMM(f16, WK_TYPE_F16, 2)
 WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
 
-/* The precise form of a block type: up to 4 rows through the AVX2 register path (decoded and
- * used at once, the weights read in one pass), more through wk_z_many. The type's other
+/* The precise form of a block type: up to 4 rows decoded in registers and used at once (the
+ * weights read in one pass), by table lookups where the type's codes allow them
+ * (precise_rows_avx512.c), else by the AVX2 register path; more rows through wk_z_many. The type's other
  * entries are the AVX2 table's or the repacked kernels' (wk_cpu_kernels_for). */
 #define WK_Z_BLOCK_GEMM(T, TYPE)                                                                   \
     static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                        const void *x, size_t xs, float *y, size_t ldy)             \
     {                                                                                              \
         if (nr <= 4) {                                                                             \
-            wk_cpu_kernels_avx2(TYPE)->gemm_f32(k, nr, nc, w, ws, x, xs, y, ldy);                  \
+            wk_gemm_fn few = wk_avx512_precise_rows(TYPE);                                         \
+            if (!few) few = wk_cpu_kernels_avx2(TYPE)->gemm_f32;                                   \
+            few(k, nr, nc, w, ws, x, xs, y, ldy);                                                  \
             return;                                                                                \
         }                                                                                          \
         const wk_type_traits *tr = wk_traits(TYPE);                                                \
