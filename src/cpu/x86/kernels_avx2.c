@@ -34,7 +34,6 @@ WK_INLINE void wk_prefetch(const void *p, size_t bytes)
         _mm_prefetch((const char *)p + WK_PF_AHEAD + off, _MM_HINT_T0);
 }
 
-
 /* 16 pairs of 4-bit values: low nibbles -> bytes 0..15, high nibbles -> bytes 16..31. */
 WK_INLINE __m256i wk_nibbles(const uint8_t *qs)
 {
@@ -186,14 +185,12 @@ WK_INLINE __m256i wk_act_q8_1(const void *b, float *d, float *s)
 /* ---- quantized form, K formats ----------------------------------------------------
  * A super-block's weights are decoded into 8 groups of 32 signed bytes; integer scales
  * (one per 16 elements) multiply the pair sums in _mm256_madd_epi16, and the sums stay
- * integer across the super-block. Mins enter through the activation's bsums. */
-
+ * integer across the super-block. Mins enter through the activation's bsums. The scales come
+ * from wk_kprep (kprep_x86.h). */
 WK_INLINE __m256i wk_kscale(const wk_kprep *p, int j)
 {
     return _mm256_set_m128i(_mm_set1_epi16(p->sc[2 * j + 1]), _mm_set1_epi16(p->sc[2 * j]));
 }
-
-
 
 WK_INLINE __m256i wk_kdec_q4_K(const void *b, int j, __m256i *aux)
 {
@@ -203,7 +200,6 @@ WK_INLINE __m256i wk_kdec_q4_K(const void *b, int j, __m256i *aux)
     if (j & 1) v = _mm256_srli_epi16(v, 4);
     return _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
 }
-
 
 WK_INLINE __m256i wk_kdec_q5_K(const void *b, int j, __m256i *aux)
 {
@@ -216,7 +212,6 @@ WK_INLINE __m256i wk_kdec_q5_K(const void *b, int j, __m256i *aux)
     __m256i h = _mm256_cmpeq_epi8(_mm256_and_si256(*aux, bit), bit);
     return _mm256_or_si256(v, _mm256_and_si256(h, _mm256_set1_epi8(0x10)));
 }
-
 
 WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
 {
@@ -232,7 +227,6 @@ WK_INLINE __m256i wk_kdec_q6_K(const void *b, int j, __m256i *aux)
     return _mm256_sub_epi8(q, _mm256_set1_epi8(32));
 }
 
-
 WK_INLINE __m256i wk_kdec_q2_K(const void *b, int j, __m256i *aux)
 {
     (void)aux;
@@ -241,7 +235,6 @@ WK_INLINE __m256i wk_kdec_q2_K(const void *b, int j, __m256i *aux)
     v = _mm256_srli_epi16(v, 2 * (j % 4));
     return _mm256_and_si256(v, _mm256_set1_epi8(3));
 }
-
 
 WK_INLINE __m256i wk_kdec_q3_K(const void *b, int j, __m256i *aux)
 {
@@ -254,7 +247,6 @@ WK_INLINE __m256i wk_kdec_q3_K(const void *b, int j, __m256i *aux)
     /* high bit clear: minus 4 */
     return _mm256_sub_epi8(v, _mm256_andnot_si256(set, _mm256_set1_epi8(4)));
 }
-
 
 WK_INLINE __m256i wk_kdec_q8_K(const void *b, int j, __m256i *aux)
 {

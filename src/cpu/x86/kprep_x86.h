@@ -1,7 +1,8 @@
 /* Internal (AVX2 and AVX-512 builds): a K-format super-block's scales as integers, one a
- * 16-element group, with d and dmin as floats. The AVX2 quantized K tiles multiply the
- * integer sums by them; the precise forms (AVX2 and AVX-512) turn them into d x scale and
- * dmin x min, and must read them alike to give the same bits. */
+ * 16-element group, with d and dmin as floats (wk_kprep). The AVX2 quantized K tiles multiply
+ * the integer sums by them and the AVX2 precise form turns them into d x scale and dmin x min;
+ * the AVX-512 precise rows (precise_rows_avx512.c) read Q4_K's through wk_k4_scale_bytes, so
+ * that both take the same integers apart the same way. */
 #ifndef WICK_CPU_X86_KPREP_X86_H
 #define WICK_CPU_X86_KPREP_X86_H
 

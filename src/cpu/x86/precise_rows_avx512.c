@@ -1,5 +1,5 @@
-/* The precise form's 1 to 4 rows of the formats whose codes take at most 32 values a scale
- * (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K), by table lookups (AVX-512 VL).
+/* The precise form's 1 to 4 rows of Q4_0, Q4_1, Q2_K and Q4_K, and 1 to 2 rows of Q5_0 and
+ * Q5_1, by table lookups (AVX-512 VL).
  *
  * A block's (or a group's) weight values, fma(code, d, m) exactly as the AVX2 decoders make
  * them, are put into registers once: 16 values in two 256-bit registers. Each 8 elements are
@@ -7,12 +7,13 @@
  * ignores the bits above, so a code needs no mask: one zero-extension of 8 bytes, and a shift
  * for the high nibbles. The AVX2 path (kernels_avx2.c) widens bytes to 32 bits in several
  * shuffles, converts them and applies the scale with an FMA, for every element. 5-bit codes
- * take two tables and a blend by their fifth bits (a mask register), Q3_K's sign bit a masked
- * lookup.
+ * take two tables and a blend by their fifth bits (a mask register).
  *
  * Both paths run the same loop (few_rows_x86.h) on the same values: the same bits. One
- * thread, [2048, 4096] in cache, m = 1, Zen 4: Q4_0 0.70 -> 0.46 ms, Q4_1 0.74 -> 0.52, Q4_K
- * 0.75 -> 0.54. */
+ * thread, [2048, 4096] in cache, m = 1, Zen 4: Q4_0 0.69 -> 0.46 ms, Q4_1 0.73 -> 0.51, Q4_K
+ * 0.74 -> 0.58, Q2_K 0.74 -> 0.63, Q5_0 0.87 -> 0.81. Q3_K (a masked lookup for its sign bit)
+ * and Q5_K (two lookups and a blend a group) were slower than their AVX2 decoding; Q6_K's and
+ * the 8-bit formats' codes take too many values for a table. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -105,7 +106,7 @@ WK_ZT_DEQ(q4_1, wk_zt_get(st->t[0], idx[i]))
 WK_ZT_DEQ(q5_0, wk_zt_get5(st->t[0], st->t[1], idx[i], st->hb >> (8 * i)))
 WK_ZT_DEQ(q5_1, wk_zt_get5(st->t[0], st->t[1], idx[i], st->hb >> (8 * i)))
 
-/* ---- the K formats: d x scale and dmin x min of each 16 elements, tables made per piece -- */
+/* ---- the K formats: d x scale and dmin x min once a super-block, the tables per piece ---- */
 typedef struct {
     float dl[16], ml[16]; /* d x scale, dmin x min: Q2_K one a 16-element group, Q4_K one a sub-block */
 } wk_zt_super;
@@ -133,9 +134,8 @@ WK_INLINE void wk_zt_prep_q2_K(const void *b, wk_zt_super *st)
     }
 }
 
-
-/* Q4_K, Q5_K: piece j is sub-block j (one scale), the nibbles of bytes 32 (j / 2) .. + 31,
- * high ones for odd j; Q5_K's fifth bits are bit j of qh's 32 bytes. */
+/* Q4_K: piece j is sub-block j (one scale), the nibbles of bytes 32 (j / 2) .. + 31, the high
+ * ones for odd j. */
 WK_INLINE void wk_zt_k4_codes(const uint8_t *qs, int j, __m256i idx[4])
 {
     for (int i = 0; i < 4; i++) {
@@ -151,8 +151,8 @@ WK_INLINE void wk_zt_deq32_q4_K(const void *b, int j, wk_zt_super *st, __m256 f[
     for (int i = 0; i < 4; i++) f[i] = wk_zt_get(t, idx[i]);
 }
 
-/* Q2_K, Q3_K: piece j's 2-bit codes are bits 2 (j % 4) of bytes 32 (j / 4) .. + 31, a scale
- * (and Q2_K's min) each 16 elements. vpermps reads 3 bits of a lane, so a table of 4 values
+/* Q2_K: piece j's 2-bit codes are bits 2 (j % 4) of bytes 32 (j / 4) .. + 31, a scale and a
+ * min each 16 elements. vpermps reads 3 bits of a lane, so a table of 4 values
  * holds them twice (the bit above the code is the next code's). */
 WK_INLINE void wk_zt_k2_codes(const uint8_t *qs, int j, __m256i idx[4])
 {
@@ -178,9 +178,10 @@ WK_INLINE float wk_zt_elem_none(const void *w, int64_t i) { (void)w, (void)i; re
 /* One row takes C1 columns side by side: 8 weight streams (4, as the AVX2 path, read slower
  * from memory: Q4_0 [8192, 4096], 2 threads, Zen 4, 1.52-1.68 ms against 1.24-1.47), but 4 for
  * Q2_K, whose tables are made every 16 elements (in cache 0.63 ms against 0.69-0.74). 2 rows
- * take 4 columns, 3-4 rows 2. MAXR: the most rows taken here, the AVX2 path's beyond (Q5_0, Q5_1: two lookups and a
- * blend for each 8 elements, faster at 1-2 rows, slower at 3-4 than the AVX2 decoding). */
-#define WK_ZT_GEMM(T, TYPE, STATE, BS, C1, MAXR)                                                       \
+ * take 4 columns, 3-4 rows 2. MAXR: the most rows taken here, the AVX2 path's beyond (Q5_0,
+ * Q5_1: two lookups and a blend each 8 elements, faster than the AVX2 decoding at 1-2 rows,
+ * slower at 3-4). */
+#define WK_ZT_GEMM(T, TYPE, STATE, BS, C1, MAXR)                                                   \
     WK_FEW_ROWS(wk_zt_rows_##T, STATE, wk_zt_prep_##T, wk_zt_deq32_##T, BS, sizeof(wk_block_##T),   \
                 wk_zt_elem_none, 1)                                                                \
     static void wk_zt_gemm_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
