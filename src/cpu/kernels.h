@@ -52,9 +52,9 @@ const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t);
  * the AVX-512 many-row kernel, which reads two columns interleaved (vstride 16). */
 typedef void (*wk_deq_fn)(const void *w, int64_t nblocks, float *out, size_t vstride);
 wk_deq_fn wk_avx2_deq_for(wk_type t);
-/* The AVX-512 precise form of 1 to 4 rows by table lookups, bit for bit the AVX2 one's, for
- * the types whose codes allow it (precise_rows_avx512.c); NULL for the others. */
-wk_gemm_fn wk_avx512_precise_rows(wk_type t);
+/* The AVX-512 precise form of nr (1 to 4) rows by table lookups, bit for bit the AVX2 one's,
+ * for the types and row counts where it is faster (precise_rows_avx512.c); else NULL. */
+wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr);
 
 /* AVX2 activation quantizers, byte-identical to the reference ones (x86/quantize_avx2.c). */
 void wk_avx2_quantize_q8_0(const float *x, void *y, int64_t k);

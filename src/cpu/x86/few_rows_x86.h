@@ -32,11 +32,15 @@ WK_INLINE float wk_hsum(__m256 v)
 #define WK_PF_AHEAD 2048
 #endif
 
+/* ELEM for block types, whose k is whole: no tail. */
+WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
+
 /* NAME(R, C, k, nc, w, ws, x, xs, y, ldy): R rows x nc columns, C at a time. STATE: a block's
  * decoding state; PREP(block, &state) once a block, then DEQ32(block, j, &state, f) gives its
  * elements 32j .. 32j + 31 in f[0..3], j in order; BS, BB: elements and bytes of a block;
- * ELEM(w, i): element i of a dense weight, for the k % BS tail. */
-/* Up to 4 rows, any weight type: each 32-element piece of C columns (up to 8 for 1 row, 4
+ * ELEM(w, i): element i of a dense weight, for the k % BS tail.
+ *
+ * Up to 4 rows, any weight type: each 32-element piece of C columns (up to 8 for 1 row, 4
  * for 2, 2 for 3-4: the accumulators stay in registers) decoded in registers and used at
  * once, no L1 buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in
  * cache, m = 1: quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1
@@ -86,5 +90,15 @@ WK_INLINE float wk_hsum(__m256 v)
                 }                                                                                  \
         }                                                                                          \
     }
+
+/* NAME (a WK_FEW_ROWS function) on nr = 1 to 4 rows: C1 columns side by side at one row, 4 at
+ * two, 2 at three or four (the accumulators stay in registers). */
+#define WK_FEW_ROWS_RUN(NAME, C1, nr, k, nc, w, ws, x, xs, y, ldy)                                \
+    do {                                                                                           \
+        if ((nr) == 1) NAME(1, C1, k, nc, w, ws, x, xs, y, ldy);                                   \
+        else if ((nr) == 2) NAME(2, 4, k, nc, w, ws, x, xs, y, ldy);                               \
+        else if ((nr) == 3) NAME(3, 2, k, nc, w, ws, x, xs, y, ldy);                               \
+        else NAME(4, 2, k, nc, w, ws, x, xs, y, ldy);                                              \
+    } while (0)
 
 #endif

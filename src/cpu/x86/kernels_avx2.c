@@ -511,7 +511,6 @@ WK_DENSE_DEQ(bf16)
 WK_INLINE float wk_elem_f32(const void *w, int64_t i) { return ((const float *)w)[i]; }
 WK_INLINE float wk_elem_f16(const void *w, int64_t i) { return wk_h2f(((const uint16_t *)w)[i]); }
 WK_INLINE float wk_elem_bf16(const void *w, int64_t i) { return wk_bf16_to_float(((const uint16_t *)w)[i]); }
-WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
 
 /* The precise form runs per group of 4 columns: their weights are dequantized a segment
  * of k at a time into an L1-resident buffer, which then serves every row (3 rows x 4
@@ -610,13 +609,8 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
-        switch (nr) {                                                                              \
-        case 1: wk_few_rows_##T(1, C1, k, nc, w, ws, x, xs, y, ldy); break;                        \
-        case 2: wk_few_rows_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                         \
-        case 3: wk_few_rows_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
-        case 4: wk_few_rows_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
-        default: wk_avx2_gemm_f32_##T##_buffered(k, nr, nc, w, ws, x, xs, y, ldy); break;          \
-        }                                                                                          \
+        if (nr <= 4) WK_FEW_ROWS_RUN(wk_few_rows_##T, C1, nr, k, nc, w, ws, x, xs, y, ldy);        \
+        else wk_avx2_gemm_f32_##T##_buffered(k, nr, nc, w, ws, x, xs, y, ldy);                     \
     }
 
 /* The dense types at one row: 8 columns side by side (8 chains of FMAs, 8 streams) and no

@@ -223,7 +223,7 @@ WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
                                        const void *x, size_t xs, float *y, size_t ldy)             \
     {                                                                                              \
         if (nr <= 4) {                                                                             \
-            wk_gemm_fn few = wk_avx512_precise_rows(TYPE);                                         \
+            wk_gemm_fn few = wk_avx512_precise_rows(TYPE, nr);                                     \
             if (!few) few = wk_cpu_kernels_avx2(TYPE)->gemm_f32;                                   \
             few(k, nr, nc, w, ws, x, xs, y, ldy);                                                  \
             return;                                                                                \

@@ -27,8 +27,8 @@ typedef struct {
 /* Q4_K's and Q5_K's 8 scales and mins (6 bits, packed in 12 bytes; wk_k4_scale_min), each for
  * two 16-element groups, taken apart as three words and stored as vectors: built byte by byte
  * and read back as vectors, this was as slow as the rest of a block's dequantization (AVX2
- * precise form, Zen 4, Q4_K 0.136 -> 0.076 ns an element). */
-/* The 8 scales (sc) and the 8 mins (mn) as bytes 0-7. */
+ * precise form, Zen 4, Q4_K 0.136 -> 0.076 ns an element). wk_k4_scale_bytes gives the 8
+ * scales (sc) and the 8 mins (mn) as bytes 0-7; the AVX-512 table path reads them from it. */
 WK_INLINE void wk_k4_scale_bytes(const uint8_t *scales, __m128i *sc, __m128i *mn)
 {
     uint32_t a, b, c;

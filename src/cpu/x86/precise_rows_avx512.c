@@ -173,47 +173,36 @@ WK_INLINE void wk_zt_deq32_q2_K(const void *b, int j, wk_zt_super *st, __m256 f[
 }
 
 /* ---- the rows: the AVX2 register path's loop and column counts (kernels_avx2.c) ---------- */
-WK_INLINE float wk_zt_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
-
 /* One row takes C1 columns side by side: 8 weight streams (4, as the AVX2 path, read slower
  * from memory: Q4_0 [8192, 4096], 2 threads, Zen 4, 1.52-1.68 ms against 1.24-1.47), but 4 for
  * Q2_K, whose tables are made every 16 elements (in cache 0.63 ms against 0.69-0.74). 2 rows
- * take 4 columns, 3-4 rows 2. MAXR: the most rows taken here, the AVX2 path's beyond (Q5_0,
- * Q5_1: two lookups and a blend each 8 elements, faster than the AVX2 decoding at 1-2 rows,
- * slower at 3-4). */
-#define WK_ZT_GEMM(T, TYPE, STATE, BS, C1, MAXR)                                                   \
+ * take 4 columns, 3-4 rows 2. Q5_0 and Q5_1 (two lookups and a blend each 8 elements) are
+ * taken at 1-2 rows only: faster than the AVX2 decoding there, slower at 3-4
+ * (wk_avx512_precise_rows). */
+#define WK_ZT_GEMM(T, STATE, BS, C1)                                                               \
     WK_FEW_ROWS(wk_zt_rows_##T, STATE, wk_zt_prep_##T, wk_zt_deq32_##T, BS, sizeof(wk_block_##T),   \
-                wk_zt_elem_none, 1)                                                                \
+                wk_elem_none, 1)                                                                   \
     static void wk_zt_gemm_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
                                const void *x, size_t xs, float *y, size_t ldy)                     \
     {                                                                                              \
-        if (nr > (MAXR)) {                                                                         \
-            wk_cpu_kernels_avx2(TYPE)->gemm_f32(k, nr, nc, w, ws, x, xs, y, ldy);                  \
-            return;                                                                                \
-        }                                                                                          \
-        switch (nr) {                                                                              \
-        case 1: wk_zt_rows_##T(1, C1, k, nc, w, ws, x, xs, y, ldy); break;                         \
-        case 2: wk_zt_rows_##T(2, 4, k, nc, w, ws, x, xs, y, ldy); break;                          \
-        case 3: wk_zt_rows_##T(3, 2, k, nc, w, ws, x, xs, y, ldy); break;                          \
-        default: wk_zt_rows_##T(4, 2, k, nc, w, ws, x, xs, y, ldy); break;                         \
-        }                                                                                          \
+        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, nr, k, nc, w, ws, x, xs, y, ldy);                     \
     }
-WK_ZT_GEMM(q4_0, WK_TYPE_Q4_0, wk_zt_block, 32, 8, 4)
-WK_ZT_GEMM(q4_1, WK_TYPE_Q4_1, wk_zt_block, 32, 8, 4)
-WK_ZT_GEMM(q5_0, WK_TYPE_Q5_0, wk_zt_block, 32, 8, 2)
-WK_ZT_GEMM(q5_1, WK_TYPE_Q5_1, wk_zt_block, 32, 8, 2)
-WK_ZT_GEMM(q2_K, WK_TYPE_Q2_K, wk_zt_super, 256, 4, 4)
-WK_ZT_GEMM(q4_K, WK_TYPE_Q4_K, wk_zt_super, 256, 8, 4)
+WK_ZT_GEMM(q4_0, wk_zt_block, 32, 8)
+WK_ZT_GEMM(q4_1, wk_zt_block, 32, 8)
+WK_ZT_GEMM(q5_0, wk_zt_block, 32, 8)
+WK_ZT_GEMM(q5_1, wk_zt_block, 32, 8)
+WK_ZT_GEMM(q2_K, wk_zt_super, 256, 4)
+WK_ZT_GEMM(q4_K, wk_zt_super, 256, 8)
 
-wk_gemm_fn wk_avx512_precise_rows(wk_type t)
+wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr)
 {
     switch (t) {
-    case WK_TYPE_Q4_0: return wk_zt_gemm_q4_0;
-    case WK_TYPE_Q4_1: return wk_zt_gemm_q4_1;
-    case WK_TYPE_Q5_0: return wk_zt_gemm_q5_0;
-    case WK_TYPE_Q5_1: return wk_zt_gemm_q5_1;
-    case WK_TYPE_Q2_K: return wk_zt_gemm_q2_K;
-    case WK_TYPE_Q4_K: return wk_zt_gemm_q4_K;
+    case WK_TYPE_Q4_0: return nr <= 4 ? wk_zt_gemm_q4_0 : NULL;
+    case WK_TYPE_Q4_1: return nr <= 4 ? wk_zt_gemm_q4_1 : NULL;
+    case WK_TYPE_Q5_0: return nr <= 2 ? wk_zt_gemm_q5_0 : NULL;
+    case WK_TYPE_Q5_1: return nr <= 2 ? wk_zt_gemm_q5_1 : NULL;
+    case WK_TYPE_Q2_K: return nr <= 4 ? wk_zt_gemm_q2_K : NULL;
+    case WK_TYPE_Q4_K: return nr <= 4 ? wk_zt_gemm_q4_K : NULL;
     default: return NULL;
     }
 }
