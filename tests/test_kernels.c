@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#include "cpu/octets.h"
 #include "cpu/ops_internal.h"
 #include "cpu/repack.h"
 #include "quant/blocks.h"
@@ -717,6 +718,49 @@ static void test_precise_avx512_vs_avx2(void)
     }
 }
 
+/* The precise form on the octet layout (cpu/octets.h) gives the bits of the file's layout,
+ * for every block type, 1-9 rows (the register paths), 16, 64 and 71 (the buffered tiles and
+ * the AVX-512 many-row kernel, with its k segments), 1-3 octets. */
+static void test_precise_octets(wk_isa isa)
+{
+    enum { NC = 24 };
+    const int64_t nrs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 64, 71};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        const wk_type t = all_types[ti];
+        const wk_type_traits *tr = wk_traits(t);
+        if (!tr->quantized) continue;
+        const wk_cpu_kernels *v = wk_cpu_kernels_for(t, isa);
+        CHECK_MSG(v->precise_octets, "%s: no %s precise kernel for octets", tr->name, wk_isa_name(isa));
+        if (!v->precise_octets) continue;
+        const int64_t bs = tr->block_size, ks[] = {bs, 3 * bs, 20 * bs};
+        for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+            const int64_t k = ks[ki], NR = nrs[sizeof nrs / sizeof nrs[0] - 1];
+            size_t ws = 0;
+            CHECK_OK(wk_type_row_bytes(t, k, &ws));
+            float *wf = malloc(sizeof(float) * NC * k), *xf = malloc(sizeof(float) * NR * k);
+            char *w = malloc(ws * NC), *wo = malloc(ws * NC);
+            float *yo = malloc(sizeof(float) * NR * NC), *yf = malloc(sizeof(float) * NR * NC);
+            for (int64_t i = 0; i < NC * k; i++) wf[i] = rnd();
+            for (int64_t i = 0; i < NR * k; i++) xf[i] = rnd();
+            for (int c = 0; c < NC; c++) tr->from_f32(wf + c * k, w + c * ws, k);
+            wk_cpu_octets_rows(t, w, wo, NC, k);
+            CHECK_MSG(memcmp(w, wo, ws * NC) != 0 || k == bs, "%s k=%lld: octets equal the file's layout",
+                      tr->name, (long long)k);
+            for (size_t ri = 0; ri < sizeof nrs / sizeof nrs[0]; ri++)
+                for (int nc = 8; nc <= NC; nc += 8) {
+                    const int nr = (int)nrs[ri];
+                    memset(yo, 0xff, sizeof(float) * NR * NC);
+                    v->precise_octets(k, nr, nc, wo, ws, xf, sizeof(float) * k, yo, NC);
+                    v->gemm_f32(k, nr, nc, w, ws, xf, sizeof(float) * k, yf, NC);
+                    CHECK_MSG(same_rows(yo, yf, nr, nc, NC),
+                              "%s %s k=%lld, %d rows x %d columns: octets differ from the file's layout",
+                              wk_isa_name(isa), tr->name, (long long)k, nr, nc);
+                }
+            free(wf), free(xf), free(w), free(wo), free(yo), free(yf);
+        }
+    }
+}
+
 /* The llama.cpp-order kernels of the 32-element formats (the model's quantized form): the
  * AVX-512 one, 16 columns a register, gives the AVX2 one's bits for every row count (1-11:
  * pairs of rows and an odd last one; 37 rows for the k of several decoded chunks, whose
@@ -825,6 +869,7 @@ int main(void)
         test_q6_K_extremes(WK_ISA_AVX2);
         test_q2_K_extremes(WK_ISA_AVX2);
         test_k_extremes(WK_ISA_AVX2);
+        test_precise_octets(WK_ISA_AVX2);
     }
     else fprintf(stderr, "no AVX2: nothing to compare\n");
     if (have >= WK_ISA_AVX512) {
@@ -839,6 +884,7 @@ int main(void)
         test_q6_K_extremes(WK_ISA_AVX512);
         test_q2_K_extremes(WK_ISA_AVX512);
         test_k_extremes(WK_ISA_AVX512);
+        test_precise_octets(WK_ISA_AVX512);
         test_repacked_avx512_vs_avx2();
         test_precise_avx512_vs_avx2();
         test_exact_avx512_vs_avx2();

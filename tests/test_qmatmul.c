@@ -192,39 +192,41 @@ static void test_dense_forms_memory(void)
     wk_engine_free(e);
 }
 
-/* Repacking rearranges the weight in place: memory in use does not grow, and the peak
- * grows by at most one pair of groups, 16 rows (the temporary of the in-place rearrangement). */
+/* Repacking (quantized form) and octets (precise form) rearrange the weight in place: memory
+ * in use does not grow, and the peak grows by at most one unit of the layout (the temporary of
+ * the in-place rearrangement): 16 rows (Q2_K and Q3_K 64), an octet 8. */
 static void test_repack_memory(void)
 {
     wk_engine *e = NULL;
     CHECK_OK(wk_engine_create(WK_DEVICE_CPU, 2, &e));
     const wk_type types[] = {WK_TYPE_Q8_0, WK_TYPE_Q4_0, WK_TYPE_Q4_K, WK_TYPE_Q4_1,
                              WK_TYPE_Q5_0, WK_TYPE_Q5_1, WK_TYPE_Q6_K, WK_TYPE_Q2_K};
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        int64_t n = 131, k = 1024, dims[2] = {n, k};
-        float *wf = malloc(sizeof(float) * n * k);
-        for (int64_t j = 0; j < n * k; j++) wf[j] = rnd();
-        wk_qtensor *w = NULL;
-        wk_qmatmul *mm = NULL;
-        CHECK_OK(wk_qtensor_quantize(types[i], 2, dims, wf, &w));
-        size_t nbytes = wk_qtensor_nbytes(w), row = nbytes / (size_t)n;
-        size_t before = wk_host_bytes_in_use();
-        wk_host_reset_peak();
-        CHECK_OK(wk_qmatmul_create(e, w, WK_FORM_QUANTIZED, &mm));
-        CHECK_EQ_INT(wk_host_bytes_in_use(), before);
-        /* one unit of the layout (16 rows; Q2_K and Q3_K 64) is the temporary */
-        const size_t unit = (size_t)wk_repack_unit_rows(types[i]);
-        CHECK_MSG(wk_host_bytes_peak() <= before + unit * row, "%s: peak %zu > %zu + %zu rows of %zu",
-                  wk_type_name(types[i]), wk_host_bytes_peak(), before, unit, row);
-        CHECK_EQ_INT(wk_qmatmul_nbytes(mm), nbytes);
-        if (wk_cpu_isa_has_repack()) {
-            CHECK_EQ_INT(w->layout, WK_LAYOUT_REPACKED);
-            /* A repacked tensor cannot be read back as GGUF blocks: a clear error. */
-            CHECK_FAILS(wk_qtensor_dequantize_f32(w, wf), WK_ERR_UNSUPPORTED, "repacked");
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        for (int precise = 0; precise < 2; precise++) {
+            int64_t n = 131, k = 1024, dims[2] = {n, k};
+            float *wf = malloc(sizeof(float) * n * k);
+            for (int64_t j = 0; j < n * k; j++) wf[j] = rnd();
+            wk_qtensor *w = NULL;
+            wk_qmatmul *mm = NULL;
+            CHECK_OK(wk_qtensor_quantize(types[i], 2, dims, wf, &w));
+            size_t nbytes = wk_qtensor_nbytes(w), row = nbytes / (size_t)n;
+            size_t before = wk_host_bytes_in_use();
+            wk_host_reset_peak();
+            CHECK_OK(wk_qmatmul_create(e, w, precise ? WK_FORM_PRECISE : WK_FORM_QUANTIZED, &mm));
+            CHECK_EQ_INT(wk_host_bytes_in_use(), before);
+            const size_t unit = precise ? 8 : (size_t)wk_repack_unit_rows(types[i]);
+            CHECK_MSG(wk_host_bytes_peak() <= before + unit * row, "%s %s: peak %zu > %zu + %zu rows of %zu",
+                      wk_type_name(types[i]), precise ? "precise" : "quantized", wk_host_bytes_peak(),
+                      before, unit, row);
+            CHECK_EQ_INT(wk_qmatmul_nbytes(mm), nbytes);
+            if (wk_cpu_isa_has_repack()) {
+                CHECK_EQ_INT(w->layout, precise ? WK_LAYOUT_OCTETS : WK_LAYOUT_REPACKED);
+                /* A rearranged tensor cannot be read back as GGUF blocks: a clear error. */
+                CHECK_FAILS(wk_qtensor_dequantize_f32(w, wf), WK_ERR_UNSUPPORTED, "repacked");
+            }
+            wk_qmatmul_free(mm);
+            free(wf);
         }
-        wk_qmatmul_free(mm);
-        free(wf);
-    }
     wk_engine_free(e);
 }
 

@@ -124,6 +124,7 @@ static void wk_merge_into(wk_cpu_kernels *m, const wk_cpu_kernels *k)
     if (k->quantize) m->quantize = k->quantize;
     if (k->gemm_q) m->gemm_q = k->gemm_q;
     if (k->gemm_f32) m->gemm_f32 = k->gemm_f32;
+    if (k->precise_octets) m->precise_octets = k->precise_octets;
 }
 
 static void wk_merge_tables(void)

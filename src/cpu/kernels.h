@@ -24,6 +24,8 @@ typedef struct wk_cpu_kernels {
     wk_act_quantize_fn quantize;   /* activations of the quantized form (NULL for dense types) */
     wk_gemm_fn gemm_q;             /* quantized form: x rows in the vec-dot type */
     wk_gemm_fn gemm_f32;           /* precise form / dense weights: x rows in f32 */
+    wk_gemm_fn precise_octets;     /* gemm_f32 on the octet layout (octets.h), bit for bit: nc a
+                                      multiple of 8, w an octet's start (NULL: none) */
 } wk_cpu_kernels;
 
 typedef enum wk_isa { WK_ISA_SCALAR = 0, WK_ISA_AVX2, WK_ISA_AVX512 } wk_isa;
@@ -48,13 +50,15 @@ const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t);
 const wk_cpu_kernels *wk_cpu_kernels_avx512(wk_type t);
 
 /* A weight's whole blocks as floats, 8 at a time: elements 8e .. 8e + 7 of the nblocks blocks
- * at w go to out + e * vstride. The AVX2 one of type t (the values of its precise form), for
- * the AVX-512 many-row kernel, which reads two columns interleaved (vstride 16). */
-typedef void (*wk_deq_fn)(const void *w, int64_t nblocks, float *out, size_t vstride);
+ * at w, step bytes apart, go to out + e * vstride. The AVX2 one of type t (the values of its
+ * precise form), for the AVX-512 many-row kernel, which reads two columns interleaved
+ * (vstride 16). */
+typedef void (*wk_deq_fn)(const void *w, int64_t nblocks, size_t step, float *out, size_t vstride);
 wk_deq_fn wk_avx2_deq_for(wk_type t);
 /* The AVX-512 precise form of nr (1 to 4) rows by table lookups, bit for bit the AVX2 one's,
- * for the types and row counts where it is faster (precise_rows_avx512.c); else NULL. */
-wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr);
+ * for the types and row counts where it is faster (precise_rows_avx512.c), on the file's
+ * layout or on octets; else NULL. */
+wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr, bool octets);
 
 /* AVX2 activation quantizers, byte-identical to the reference ones (x86/quantize_avx2.c). */
 void wk_avx2_quantize_q8_0(const float *x, void *y, int64_t k);

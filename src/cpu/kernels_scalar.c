@@ -51,11 +51,11 @@
     WK_SCALAR_GEMM_F32(wk_scalar_gemm_f32_##t, T)                                                 \
     WK_SCALAR_QUANTIZE(wk_scalar_quantize_##t, VT)                                                \
     static const wk_cpu_kernels wk_scalar_##t = {"scalar", wk_scalar_quantize_##t,                \
-                                                 wk_scalar_gemm_q_##t, wk_scalar_gemm_f32_##t};
+                                                 wk_scalar_gemm_q_##t, wk_scalar_gemm_f32_##t, NULL};
 
 #define WK_SCALAR_DENSE(t, T)                                                                     \
     WK_SCALAR_GEMM_F32(wk_scalar_gemm_f32_##t, T)                                                 \
-    static const wk_cpu_kernels wk_scalar_##t = {"scalar", NULL, NULL, wk_scalar_gemm_f32_##t};
+    static const wk_cpu_kernels wk_scalar_##t = {"scalar", NULL, NULL, wk_scalar_gemm_f32_##t, NULL};
 
 WK_SCALAR_TYPE(q4_0, WK_TYPE_Q4_0, WK_TYPE_Q8_0)
 WK_SCALAR_TYPE(q4_1, WK_TYPE_Q4_1, WK_TYPE_Q8_1)

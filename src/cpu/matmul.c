@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "cpu/cpu_engine.h"
+#include "cpu/octets.h"
 #include "cpu/repack.h"
 #include "quant/traits.h"
 
@@ -29,9 +30,11 @@ typedef struct wk_cpu_mm {
     size_t dense_bytes;
     wk_type act_type;            /* quantized form: the vec-dot type */
     size_t act_row_bytes;
-    wk_gemm_fn gemm_packed;      /* kernel of the repacked rows (NULL: none) */
+    wk_gemm_fn gemm_packed;      /* kernel of the rearranged rows: repacked (quantized form) or
+                                    octets (precise form); NULL: none */
     wk_gemm_fn gemm_streamed;    /* the same for weights read from memory (NULL: gemm_packed) */
-    int64_t n_packed;            /* leading rows repacked (whole units: wk_repack_unit_rows; in repacked_bytes) */
+    int64_t n_packed;            /* leading rows rearranged (whole units: wk_repack_unit_rows, octets
+                                    8; the quantized form's in repacked_bytes) */
     bool blas;                   /* f32 form through OpenBLAS */
     bool round_f16;              /* f16 form: x goes through half precision */
 } wk_cpu_mm;
@@ -131,6 +134,13 @@ wk_status wk_cpu_qmatmul_create(wk_engine *e, wk_qmatmul *mm)
             }
             c->gemm_streamed = c->gemm_packed ? wk_cpu_repacked_gemm_streamed(mm->w->type, ce->isa) : NULL;
             atomic_fetch_add(&ce->repacked_bytes, (size_t)c->n_packed * c->w_stride);
+        } else if (c->kern->precise_octets) { /* the precise form of a block type */
+            st = wk_cpu_octets(mm->w, ce->pool, &c->n_packed);
+            if (st) {
+                free(c);
+                return st;
+            }
+            c->gemm_packed = c->n_packed ? c->kern->precise_octets : NULL;
         }
         mm->nbytes = mm->w->nbytes;
     }
@@ -142,7 +152,8 @@ void wk_cpu_qmatmul_free(wk_engine *e, wk_qmatmul *mm)
 {
     wk_cpu_mm *c = mm->impl;
     if (!c) return;
-    atomic_fetch_sub(&((wk_cpu_engine *)e)->repacked_bytes, (size_t)c->n_packed * c->w_stride);
+    if (mm->form == WK_FORM_QUANTIZED)
+        atomic_fetch_sub(&((wk_cpu_engine *)e)->repacked_bytes, (size_t)c->n_packed * c->w_stride);
     wk_host_free(c->dense, c->dense_bytes);
     free(c);
     mm->impl = NULL;
@@ -251,7 +262,8 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     /* Chunks: a multiple of the repacked layout's unit (16 columns, Q2_K and Q3_K 64); several per
      * thread for balance; for many rows small enough that a chunk's weights stay in cache
      * across the row blocks. */
-    const int64_t align = c->n_packed ? wk_repack_unit_rows(mm->w->type) : 16;
+    const bool repacked = c->n_packed && mm->form == WK_FORM_QUANTIZED;
+    const int64_t align = repacked ? wk_repack_unit_rows(mm->w->type) : 16;
     int64_t chunk = n / ((int64_t)nth * 8);
     if (m > 1) {
         int64_t by_cache = (int64_t)(WK_CHUNK_BYTES / (c->w_stride ? c->w_stride : 1));
@@ -261,7 +273,7 @@ wk_status wk_cpu_qmatmul_forward(wk_engine *e, wk_qmatmul *mm, const void *x, wk
     if (chunk < align) chunk = align;
     /* The many-row kernels prepare each activation unit once per batch of
      * WK_BATCH_ALIGN columns: a chunk of whole batches does that once per chunk. */
-    if (m > 1 && c->gemm_packed && chunk >= WK_BATCH_ALIGN) chunk = chunk / WK_BATCH_ALIGN * WK_BATCH_ALIGN;
+    if (m > 1 && repacked && chunk >= WK_BATCH_ALIGN) chunk = chunk / WK_BATCH_ALIGN * WK_BATCH_ALIGN;
     j.chunk = chunk;
     atomic_init(&j.next_chunk, 0);
     wk_rows_init(&j.rows);

@@ -332,20 +332,21 @@ void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_
         wk_cpu_repack_unit(t, (const uint8_t *)src + (size_t)u * us, (uint8_t *)dst + (size_t)u * us, k);
 }
 
-/* Units are repacked in chunks of at least WK_REPACK_CHUNK bytes, claimed by the engine's
+/* Units are rearranged in chunks of at least WK_REARRANGE_CHUNK bytes, claimed by the engine's
  * threads; each chunk's pages are made writable first, in one call. */
-enum { WK_REPACK_CHUNK = 256 * 1024 };
+enum { WK_REARRANGE_CHUNK = 256 * 1024 };
 typedef struct {
     wk_type type;
+    wk_unit_fn fn;
     int64_t k, units, chunk_units;
     size_t unit_bytes;
     uint8_t *base, *tmp; /* tmp: one unit for each thread */
     atomic_llong next;
-} wk_repack_job;
+} wk_rearrange_job;
 
-static void wk_repack_task(void *arg, int ith, int nth)
+static void wk_rearrange_task(void *arg, int ith, int nth)
 {
-    wk_repack_job *j = arg;
+    wk_rearrange_job *j = arg;
     (void)nth;
     uint8_t *rows = j->tmp + (size_t)ith * j->unit_bytes;
     for (;;) {
@@ -355,36 +356,48 @@ static void wk_repack_task(void *arg, int ith, int nth)
         wk_prefault_writable(j->base + (size_t)u0 * j->unit_bytes, (size_t)(u1 - u0) * j->unit_bytes);
         for (int64_t ui = u0; ui < u1; ui++) {
             memcpy(rows, j->base + (size_t)ui * j->unit_bytes, j->unit_bytes);
-            wk_cpu_repack_unit(j->type, rows, j->base + (size_t)ui * j->unit_bytes, j->k);
+            j->fn(j->type, rows, j->base + (size_t)ui * j->unit_bytes, j->k);
         }
     }
 }
 
-wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed)
+bool wk_cpu_rearrange_off(void)
 {
-    *gemm = NULL;
-    *n_packed = 0;
     const char *off = getenv("WICK_NO_REPACK");
-    if (off && off[0] && strcmp(off, "0") != 0) return WK_OK;
-    wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
-    int64_t n = w->dims[0], k = w->dims[1];
-    const int64_t unit = wk_repack_unit_rows(w->type), units = n / unit;
-    if (!g || units == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    return off && off[0] && strcmp(off, "0") != 0;
+}
+
+wk_status wk_cpu_rearrange_rows(wk_qtensor *w, wk_pool *pool, int64_t unit_rows, wk_unit_fn fn)
+{
+    const int64_t n = w->dims[0], k = w->dims[1], units = n / unit_rows;
     const wk_type_traits *tr = wk_traits(w->type);
     size_t row_bytes = (size_t)(k / tr->block_size) * tr->block_bytes;
-    wk_repack_job j = {.type = w->type, .k = k, .units = units, .unit_bytes = row_bytes * (size_t)unit,
-                       .base = w->data};
-    j.chunk_units = (int64_t)((WK_REPACK_CHUNK + j.unit_bytes - 1) / j.unit_bytes);
+    wk_rearrange_job j = {.type = w->type, .fn = fn, .k = k, .units = units,
+                          .unit_bytes = row_bytes * (size_t)unit_rows, .base = w->data};
+    j.chunk_units = (int64_t)((WK_REARRANGE_CHUNK + j.unit_bytes - 1) / j.unit_bytes);
     atomic_init(&j.next, 0);
     /* Every unit is rewritten in place through one unit of temporary memory per thread,
      * whatever the size of the weight; taken before any is touched. */
     const int nth = pool && units > j.chunk_units ? wk_pool_threads(pool) : 1;
     const size_t tmp_bytes = (size_t)nth * j.unit_bytes;
     if (!(j.tmp = wk_host_alloc(tmp_bytes)))
-        return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to repack", tmp_bytes);
-    if (nth > 1) wk_pool_run_flexible(pool, wk_repack_task, &j);
-    else wk_repack_task(&j, 0, 1);
+        return wk_fail(WK_ERR_NOMEM, "qmatmul: cannot allocate %zu bytes to rearrange the weight", tmp_bytes);
+    if (nth > 1) wk_pool_run_flexible(pool, wk_rearrange_task, &j);
+    else wk_rearrange_task(&j, 0, 1);
     wk_host_free(j.tmp, tmp_bytes);
+    return WK_OK;
+}
+
+wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed)
+{
+    *gemm = NULL;
+    *n_packed = 0;
+    if (wk_cpu_rearrange_off()) return WK_OK;
+    wk_gemm_fn g = wk_cpu_repacked_gemm(w->type, isa);
+    const int64_t unit = wk_repack_unit_rows(w->type), units = w->dims[0] / unit;
+    if (!g || units == 0 || w->device != WK_DEVICE_CPU) return WK_OK;
+    wk_status st = wk_cpu_rearrange_rows(w, pool, unit, wk_cpu_repack_unit);
+    if (st) return st;
     w->layout = WK_LAYOUT_REPACKED;
     *gemm = g;
     *n_packed = units * unit;

@@ -121,6 +121,15 @@ wk_gemm_fn wk_cpu_repacked_gemm_streamed(wk_type t, wk_isa isa);
  * by pool's threads (NULL: the calling thread). WICK_NO_REPACK (set, not "0") turns repacking off. */
 wk_status wk_cpu_repack(wk_qtensor *w, wk_isa isa, wk_pool *pool, wk_gemm_fn *gemm, int64_t *n_packed);
 
+/* Rearranging a weight in place, for both layouts (this one and octets.h): fn(t, src, dst, k)
+ * writes one unit of unit_rows rows from src (the file's layout, a copy) to dst.
+ * wk_cpu_rearrange_rows does it for w's leading whole units, shared by pool's threads (NULL:
+ * the calling thread), through one unit of temporary memory per thread. */
+typedef void (*wk_unit_fn)(wk_type t, const uint8_t *src, uint8_t *dst, int64_t k);
+wk_status wk_cpu_rearrange_rows(wk_qtensor *w, wk_pool *pool, int64_t unit_rows, wk_unit_fn fn);
+/* WICK_NO_REPACK set (not "0"): weights keep the file's layout in every form. */
+bool wk_cpu_rearrange_off(void);
+
 /* Repack the leading units (wk_repack_unit_rows) of groups of n rows of type t (src, file layout, k
  * elements a row) into dst (as many bytes; dst != src). */
 void wk_cpu_repack_rows(wk_type t, const void *src, void *dst, int64_t n, int64_t k);

@@ -20,6 +20,7 @@ typedef enum wk_storage_kind {
 typedef enum wk_layout {
     WK_LAYOUT_GGUF = 0, /* rows of blocks, as in the file */
     WK_LAYOUT_REPACKED, /* rearranged by src/cpu/repack.c; see there */
+    WK_LAYOUT_OCTETS,   /* the precise form's: 8 rows' blocks in turn (src/cpu/octets.h) */
 } wk_layout;
 
 struct wk_qtensor {

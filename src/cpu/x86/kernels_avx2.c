@@ -479,10 +479,10 @@ WK_INLINE void wk_deq32_q8_K(const void *b, int j, wk_deq_state *st, __m256 f[4]
             for (int i = 0; i < 4; i++) _mm256_storeu_ps(out + (4 * j + i) * vs, f[i]);           \
         }                                                                                          \
     }                                                                                              \
-    static void wk_deq_blocks_##T(const void *w, int64_t nb, float *out, size_t vs)               \
+    static void wk_deq_blocks_##T(const void *w, int64_t nb, size_t step, float *out, size_t vs)  \
     {                                                                                              \
         for (int64_t bi = 0; bi < nb; bi++)                                                        \
-            wk_deq_##T((const char *)w + bi * (BB), out + bi * ((BS) / 8) * vs, vs);              \
+            wk_deq_##T((const char *)w + bi * step, out + bi * ((BS) / 8) * vs, vs);              \
     }
 
 /* Dense weights: elements i..i+7 as f32, and a block of 32 of them. */
@@ -560,25 +560,28 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
     {wk_fma_tile_3x1, wk_fma_tile_3x2, wk_fma_tile_3x3, wk_fma_tile_3x4},
 };
 
-/* wk_avx2_gemm_f32_NAME. BS: elements per block; BB: bytes per block; wk_deq_T: a block to
- * BS floats; ELEM: one element, for the k % 32 tail of dense weights. */
-#define WK_F32_GEMM(NAME, BS, BB, ELEM, T)                                                         \
-    static void wk_avx2_gemm_f32_##NAME(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                        const void *x, size_t xs, float *y, size_t ldy)            \
+/* wk_avx2_f32_buffered_T: the buffered tiles on the file's layout or (OCT) on octets
+ * (octets.h; nc a multiple of 8). BS: elements per block; BB: bytes per block; wk_deq_T: a
+ * block to BS floats; ELEM: one element, for the k % 32 tail of dense weights. */
+#define WK_F32_GEMM(T, BS, BB, ELEM)                                                         \
+    WK_INLINE void wk_avx2_f32_buffered_##T(const bool OCT, int64_t k, int64_t nr, int64_t nc,  \
+                                               const void *w, size_t ws, const void *x, size_t xs, \
+                                               float *y, size_t ldy)                               \
     {                                                                                              \
         float tmp[4][WK_KSEG] __attribute__((aligned(32)));                                        \
         __m256 acc[4 * nr];                                                                        \
         int64_t kfull = k / (BS) * (BS);                                                           \
+        const size_t step = wk_octet_step((BB), OCT);                                              \
         for (int64_t c0 = 0; c0 < nc; c0 += 4) {                                                   \
             int cc = nc - c0 < 4 ? (int)(nc - c0) : 4;                                             \
             for (int64_t i = 0; i < 4 * nr; i++) acc[i] = _mm256_setzero_ps();                     \
             for (int64_t s0 = 0; s0 < kfull; s0 += WK_KSEG) {                                      \
                 int64_t len = kfull - s0 < WK_KSEG ? kfull - s0 : WK_KSEG;                         \
                 for (int c = 0; c < cc; c++) {                                                     \
-                    const char *wr = (const char *)w + (c0 + c) * ws + (s0 / (BS)) * (BB);         \
+                    const char *wr = wk_octet_col(w, c0 + c, ws, (BB), OCT) + (s0 / (BS)) * step;  \
                     for (int64_t bi = 0; bi < len / (BS); bi++) {                                  \
-                        wk_prefetch(wr + bi * (BB), (BB));                                         \
-                        wk_deq_##T(wr + bi * (BB), tmp[c] + bi * (BS), 8);                            \
+                        wk_prefetch(wr + bi * step, (BB));                                         \
+                        wk_deq_##T(wr + bi * step, tmp[c] + bi * (BS), 8);                         \
                     }                                                                              \
                 }                                                                                  \
                 for (int64_t r0 = 0; r0 < nr; r0 += WK_FMA_ROWS) {                                 \
@@ -601,34 +604,46 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
 
 /* wk_avx2_gemm_f32_T: the register path for up to 4 rows, the buffered tiles beyond (wk_deq_T
  * made from the type's 32-element pieces). C1: columns side by side at one row; PF: whether
- * the register path prefetches. */
+ * the register path prefetches. A block type's wk_avx2_octets_T: the same on octets. */
 #define WK_ROWS_GEMM(T, BS, BB, ELEM, C1, PF)                                                      \
     WK_BLOCK_DEQ(T, BS, BB)                                                                        \
     WK_FEW_ROWS(wk_few_rows_##T, wk_deq_state, wk_prep32_##T, wk_deq32_##T, BS, BB, ELEM, PF)       \
-    WK_F32_GEMM(T##_buffered, BS, BB, ELEM, T)                                                     \
+    WK_F32_GEMM(T, BS, BB, ELEM)                                                                   \
+    WK_INLINE void wk_avx2_f32_##T(const bool OCT, int64_t k, int64_t nr, int64_t nc, const void *w, \
+                                   size_t ws, const void *x, size_t xs, float *y, size_t ldy)      \
+    {                                                                                              \
+        if (nr <= 4) WK_FEW_ROWS_RUN(wk_few_rows_##T, C1, 2, OCT, nr, k, nc, w, ws, x, xs, y, ldy);   \
+        else wk_avx2_f32_buffered_##T(OCT, k, nr, nc, w, ws, x, xs, y, ldy);                       \
+    }                                                                                              \
     static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
                                      const void *x, size_t xs, float *y, size_t ldy)               \
     {                                                                                              \
-        if (nr <= 4) WK_FEW_ROWS_RUN(wk_few_rows_##T, C1, nr, k, nc, w, ws, x, xs, y, ldy);        \
-        else wk_avx2_gemm_f32_##T##_buffered(k, nr, nc, w, ws, x, xs, y, ldy);                     \
+        wk_avx2_f32_##T(false, k, nr, nc, w, ws, x, xs, y, ldy);                                   \
+    }
+#define WK_BLOCK_ROWS_GEMM(T, BS, BB, C1)                                                          \
+    WK_ROWS_GEMM(T, BS, BB, wk_elem_none, C1, 1)                                                   \
+    static void wk_avx2_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,   \
+                                   const void *x, size_t xs, float *y, size_t ldy)                 \
+    {                                                                                              \
+        wk_avx2_f32_##T(true, k, nr, nc, w, ws, x, xs, y, ldy);                                    \
     }
 
 /* The dense types at one row: 8 columns side by side (8 chains of FMAs, 8 streams) and no
  * software prefetch. F16 8192 x 4096 from memory, 2 threads, Zen 5 (session 25): 4 columns
  * with prefetch 2.23-2.45 ms, without 1.92-2.20, 8 columns without 1.68-2.08. */
 #define WK_DENSE_C 8
-WK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q5_1, 32, sizeof(wk_block_q5_1), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q8_0, 32, sizeof(wk_block_q8_0), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q8_1, 32, sizeof(wk_block_q8_1), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q2_K, 256, sizeof(wk_block_q2_K), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q3_K, 256, sizeof(wk_block_q3_K), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q4_K, 256, sizeof(wk_block_q4_K), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q5_K, 256, sizeof(wk_block_q5_K), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q6_K, 256, sizeof(wk_block_q6_K), wk_elem_none, 4, 1)
-WK_ROWS_GEMM(q8_K, 256, sizeof(wk_block_q8_K), wk_elem_none, 4, 1)
+WK_BLOCK_ROWS_GEMM(q4_0, 32, sizeof(wk_block_q4_0), 4)
+WK_BLOCK_ROWS_GEMM(q4_1, 32, sizeof(wk_block_q4_1), 4)
+WK_BLOCK_ROWS_GEMM(q5_0, 32, sizeof(wk_block_q5_0), 4)
+WK_BLOCK_ROWS_GEMM(q5_1, 32, sizeof(wk_block_q5_1), 4)
+WK_BLOCK_ROWS_GEMM(q8_0, 32, sizeof(wk_block_q8_0), 4)
+WK_BLOCK_ROWS_GEMM(q8_1, 32, sizeof(wk_block_q8_1), 4)
+WK_BLOCK_ROWS_GEMM(q2_K, 256, sizeof(wk_block_q2_K), 4)
+WK_BLOCK_ROWS_GEMM(q3_K, 256, sizeof(wk_block_q3_K), 4)
+WK_BLOCK_ROWS_GEMM(q4_K, 256, sizeof(wk_block_q4_K), 4)
+WK_BLOCK_ROWS_GEMM(q5_K, 256, sizeof(wk_block_q5_K), 4)
+WK_BLOCK_ROWS_GEMM(q6_K, 256, sizeof(wk_block_q6_K), 4)
+WK_BLOCK_ROWS_GEMM(q8_K, 256, sizeof(wk_block_q8_K), 4)
 WK_ROWS_GEMM(f32, 32, 32 * sizeof(float), wk_elem_f32, WK_DENSE_C, 0)
 WK_ROWS_GEMM(f16, 32, 32 * sizeof(uint16_t), wk_elem_f16, WK_DENSE_C, 0)
 WK_ROWS_GEMM(bf16, 32, 32 * sizeof(uint16_t), wk_elem_bf16, WK_DENSE_C, 0)
@@ -639,7 +654,7 @@ static void wk_avx2_quantize_q8_K(const float *x, void *y, int64_t k) { wk_trait
 
 #define WK_QTABLE(T, ACT)                                                                          \
     static const wk_cpu_kernels wk_avx2_##T = {"avx2", wk_avx2_quantize_##ACT, wk_avx2_gemm_q_##T, \
-                                               wk_avx2_gemm_f32_##T};
+                                               wk_avx2_gemm_f32_##T, wk_avx2_octets_##T};
 WK_QTABLE(q4_0, q8_0)
 WK_QTABLE(q4_1, q8_1)
 WK_QTABLE(q5_0, q8_0)
@@ -652,9 +667,9 @@ WK_QTABLE(q4_K, q8_K)
 WK_QTABLE(q5_K, q8_K)
 WK_QTABLE(q6_K, q8_K)
 WK_QTABLE(q8_K, q8_K)
-static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f32};
-static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f16};
-static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_bf16};
+static const wk_cpu_kernels wk_avx2_f32 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f32, NULL};
+static const wk_cpu_kernels wk_avx2_f16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_f16, NULL};
+static const wk_cpu_kernels wk_avx2_bf16 = {"avx2", NULL, NULL, wk_avx2_gemm_f32_bf16, NULL};
 
 const wk_cpu_kernels *wk_cpu_kernels_avx2(wk_type t)
 {

@@ -143,18 +143,21 @@ WK_INLINE void wk_zm_tile(const int R, int64_t len, const float *buf, const floa
 }
 
 /* bs, bb: elements and bytes of a block as deq reads them (dense types: 32 elements); elem:
- * one element, for a dense weight's k % 32 tail (NULL for block types, whose k is whole). */
-static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, int64_t k, int64_t nr,
-                      int64_t nc, const void *w, size_t ws, const void *x, size_t xs, float *y, size_t ldy)
+ * one element, for a dense weight's k % 32 tail (NULL for block types, whose k is whole);
+ * octets: the weight in the octet layout (octets.h; nc a multiple of 8). */
+static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, bool octets, int64_t k,
+                      int64_t nr, int64_t nc, const void *w, size_t ws, const void *x, size_t xs, float *y,
+                      size_t ldy)
 {
     float buf[WK_Z_COLS / 2 * WK_ZM_PAIR] __attribute__((aligned(64)));
     __m512 acc[WK_ZM_RB][WK_Z_COLS / 2];
     const int64_t kfull = k / bs * bs;
+    const size_t step = wk_octet_step(bb, octets);
     for (int64_t c0 = 0; c0 < nc; c0 += WK_Z_COLS) {
         const int cc = nc - c0 < WK_Z_COLS ? (int)(nc - c0) : WK_Z_COLS;
         const char *wr[WK_Z_COLS];
         for (int c = 0; c < WK_Z_COLS; c++) /* missing columns repeat column c0, dropped */
-            wr[c] = (const char *)w + (c0 + (c < cc ? c : 0)) * ws;
+            wr[c] = wk_octet_col(w, c0 + (c < cc ? c : 0), ws, bb, octets);
         for (int64_t rb = 0; rb < nr; rb += WK_ZM_RB) {
             const int64_t nrb = nr - rb < WK_ZM_RB ? nr - rb : WK_ZM_RB;
             const char *xb = (const char *)x + rb * xs;
@@ -163,13 +166,13 @@ static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, i
             for (int64_t s0 = 0; s0 < kfull; s0 += WK_ZM_KSEG) {
                 const int64_t len = kfull - s0 < WK_ZM_KSEG ? kfull - s0 : WK_ZM_KSEG;
                 for (int c = 0; c < WK_Z_COLS; c++)
-                    deq(wr[c] + s0 / bs * bb, len / bs, buf + c / 2 * WK_ZM_PAIR + c % 2 * 8, 16);
+                    deq(wr[c] + s0 / bs * step, len / bs, step, buf + c / 2 * WK_ZM_PAIR + c % 2 * 8, 16);
                 /* The columns' next segments (or the next group's first) into L2 while the
-                 * rows use this one. */
+                 * rows use this one: in octets one run for the 8 columns. */
                 const int64_t nx = s0 + WK_ZM_KSEG < kfull ? s0 + WK_ZM_KSEG : 0;
-                const size_t nbytes = (size_t)((kfull - nx < WK_ZM_KSEG ? kfull - nx : WK_ZM_KSEG) / bs) * bb;
-                for (int c = 0; c < cc; c++) {
-                    const char *np = (nx ? wr[c] : wr[c] + WK_Z_COLS * ws) + nx / bs * bb;
+                const size_t nbytes = (size_t)((kfull - nx < WK_ZM_KSEG ? kfull - nx : WK_ZM_KSEG) / bs) * step;
+                for (int c = 0; c < (octets ? 1 : cc); c++) {
+                    const char *np = (nx ? wr[c] : wr[c] + WK_Z_COLS * ws) + nx / bs * step;
                     for (size_t o = 0; o < nbytes; o += 64) _mm_prefetch(np + o, _MM_HINT_T1);
                 }
                 const char *xs0 = xb + s0 * (int64_t)sizeof(float);
@@ -204,12 +207,12 @@ static void wk_z_many(wk_deq_fn deq, int64_t bs, size_t bb, wk_z_elem_fn elem, i
         case 3: wk_z_rows_##T(3, k, nc, w, ws, x, xs, y, ldy); break;                              \
         case 4: wk_z_rows_##T(4, k, nc, w, ws, x, xs, y, ldy); break;                              \
         default:                                                                                   \
-            wk_z_many(wk_avx2_deq_for(TYPE), 32, 32 * (ES), wk_z_elem_##T, k, nr, nc, w, ws, x, xs, \
-                      y, ldy);                                                                     \
+            wk_z_many(wk_avx2_deq_for(TYPE), 32, 32 * (ES), wk_z_elem_##T, false, k, nr, nc, w, ws, x, \
+                      xs, y, ldy);                                                                 \
             break;                                                                                 \
         }                                                                                          \
     }                                                                                              \
-    static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T};
+    static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T, NULL};
 WK_Z_GEMM(f32, WK_TYPE_F32, 4)
 WK_Z_GEMM(f16, WK_TYPE_F16, 2)
 WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
@@ -217,22 +220,34 @@ WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
 /* The precise form of a block type: up to 4 rows decoded in registers and used at once (the
  * weights read in one pass), by table lookups where the type's codes allow them
  * (precise_rows_avx512.c), else by the AVX2 register path; more rows through wk_z_many. The type's other
- * entries are the AVX2 table's or the repacked kernels' (wk_cpu_kernels_for). */
+ * entries are the AVX2 table's or the repacked kernels' (wk_cpu_kernels_for). wk_avx512_octets_T:
+ * the same on octets. */
 #define WK_Z_BLOCK_GEMM(T, TYPE)                                                                   \
-    static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                       const void *x, size_t xs, float *y, size_t ldy)             \
+    WK_INLINE void wk_avx512_f32_##T(const bool OCT, int64_t k, int64_t nr, int64_t nc, const void *w, \
+                                     size_t ws, const void *x, size_t xs, float *y, size_t ldy)    \
     {                                                                                              \
         if (nr <= 4) {                                                                             \
-            wk_gemm_fn few = wk_avx512_precise_rows(TYPE, nr);                                     \
-            if (!few) few = wk_cpu_kernels_avx2(TYPE)->gemm_f32;                                   \
+            wk_gemm_fn few = wk_avx512_precise_rows(TYPE, nr, OCT);                                \
+            if (!few) few = OCT ? wk_cpu_kernels_avx2(TYPE)->precise_octets : wk_cpu_kernels_avx2(TYPE)->gemm_f32; \
             few(k, nr, nc, w, ws, x, xs, y, ldy);                                                  \
             return;                                                                                \
         }                                                                                          \
         const wk_type_traits *tr = wk_traits(TYPE);                                                \
-        wk_z_many(wk_avx2_deq_for(TYPE), tr->block_size, tr->block_bytes, NULL, k, nr, nc, w, ws, \
+        wk_z_many(wk_avx2_deq_for(TYPE), tr->block_size, tr->block_bytes, NULL, OCT, k, nr, nc, w, ws, \
                   x, xs, y, ldy);                                                                  \
     }                                                                                              \
-    static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T};
+    static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
+                                       const void *x, size_t xs, float *y, size_t ldy)             \
+    {                                                                                              \
+        wk_avx512_f32_##T(false, k, nr, nc, w, ws, x, xs, y, ldy);                                 \
+    }                                                                                              \
+    static void wk_avx512_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,  \
+                                     const void *x, size_t xs, float *y, size_t ldy)               \
+    {                                                                                              \
+        wk_avx512_f32_##T(true, k, nr, nc, w, ws, x, xs, y, ldy);                                  \
+    }                                                                                              \
+    static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T,     \
+                                                 wk_avx512_octets_##T};
 WK_Z_BLOCK_GEMM(q4_0, WK_TYPE_Q4_0)
 WK_Z_BLOCK_GEMM(q4_1, WK_TYPE_Q4_1)
 WK_Z_BLOCK_GEMM(q5_0, WK_TYPE_Q5_0)

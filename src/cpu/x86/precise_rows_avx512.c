@@ -185,7 +185,12 @@ WK_INLINE void wk_zt_deq32_q2_K(const void *b, int j, wk_zt_super *st, __m256 f[
     static void wk_zt_gemm_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
                                const void *x, size_t xs, float *y, size_t ldy)                     \
     {                                                                                              \
-        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, nr, k, nc, w, ws, x, xs, y, ldy);                     \
+        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, 4, false, nr, k, nc, w, ws, x, xs, y, ldy);              \
+    }                                                                                              \
+    static void wk_zt_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,     \
+                                 const void *x, size_t xs, float *y, size_t ldy)                   \
+    {                                                                                              \
+        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, 4, true, nr, k, nc, w, ws, x, xs, y, ldy);               \
     }
 WK_ZT_GEMM(q4_0, wk_zt_block, 32, 8)
 WK_ZT_GEMM(q4_1, wk_zt_block, 32, 8)
@@ -194,15 +199,16 @@ WK_ZT_GEMM(q5_1, wk_zt_block, 32, 8)
 WK_ZT_GEMM(q2_K, wk_zt_super, 256, 4)
 WK_ZT_GEMM(q4_K, wk_zt_super, 256, 8)
 
-wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr)
+#define WK_ZT_PICK(T, MAXROWS) return nr <= (MAXROWS) ? (octets ? wk_zt_octets_##T : wk_zt_gemm_##T) : NULL
+wk_gemm_fn wk_avx512_precise_rows(wk_type t, int64_t nr, bool octets)
 {
     switch (t) {
-    case WK_TYPE_Q4_0: return nr <= 4 ? wk_zt_gemm_q4_0 : NULL;
-    case WK_TYPE_Q4_1: return nr <= 4 ? wk_zt_gemm_q4_1 : NULL;
-    case WK_TYPE_Q5_0: return nr <= 2 ? wk_zt_gemm_q5_0 : NULL;
-    case WK_TYPE_Q5_1: return nr <= 2 ? wk_zt_gemm_q5_1 : NULL;
-    case WK_TYPE_Q2_K: return nr <= 4 ? wk_zt_gemm_q2_K : NULL;
-    case WK_TYPE_Q4_K: return nr <= 4 ? wk_zt_gemm_q4_K : NULL;
+    case WK_TYPE_Q4_0: WK_ZT_PICK(q4_0, 4);
+    case WK_TYPE_Q4_1: WK_ZT_PICK(q4_1, 4);
+    case WK_TYPE_Q5_0: WK_ZT_PICK(q5_0, 2);
+    case WK_TYPE_Q5_1: WK_ZT_PICK(q5_1, 2);
+    case WK_TYPE_Q2_K: WK_ZT_PICK(q2_K, 4);
+    case WK_TYPE_Q4_K: WK_ZT_PICK(q4_K, 4);
     default: return NULL;
     }
 }
