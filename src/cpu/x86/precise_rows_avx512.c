@@ -172,13 +172,15 @@ WK_INLINE void wk_zt_deq32_q2_K(const void *b, int j, wk_zt_super *st, __m256 f[
     }
 }
 
-/* ---- the rows: the AVX2 register path's loop and column counts (kernels_avx2.c) ---------- */
-/* One row takes C1 columns side by side: 8 weight streams (4, as the AVX2 path, read slower
- * from memory: Q4_0 [8192, 4096], 2 threads, Zen 4, 1.52-1.68 ms against 1.24-1.47), but 4 for
- * Q2_K, whose tables are made every 16 elements (in cache 0.63 ms against 0.69-0.74). 2 rows
- * take 4 columns, 3-4 rows 2. Q5_0 and Q5_1 (two lookups and a blend each 8 elements) are
- * taken at 1-2 rows only: faster than the AVX2 decoding there, slower at 3-4
- * (wk_avx512_precise_rows). */
+/* ---- the rows: the AVX2 register path's loop (kernels_avx2.c) ------------------------------ */
+/* One row takes C1 columns side by side: 8 (4, as the AVX2 path, read slower from memory in
+ * the file's layout: Q4_0 [8192, 4096], 2 threads, Zen 4, 1.52-1.68 ms against 1.24-1.47), but
+ * 4 for Q2_K, whose tables are made every 16 elements (in cache 0.63 ms against 0.69-0.74).
+ * 2 rows take 4 columns, and 3-4 rows 4 as well (AVX-512's 32 registers hold the 16
+ * accumulators; with 2, as the AVX2 path, Q4_K's octets took 2.5-2.6 ms at 4 rows from memory
+ * against 2.2-2.5, and Q4_0 in cache 0.90 against 0.84-0.85). Q5_0 and Q5_1 (two lookups and a
+ * blend each 8 elements) are taken at 1-2 rows only: faster than the AVX2 decoding there,
+ * slower at 3-4 (wk_avx512_precise_rows). wk_zt_octets_T: the same on octets (octets.h). */
 #define WK_ZT_GEMM(T, STATE, BS, C1)                                                               \
     WK_FEW_ROWS(wk_zt_rows_##T, STATE, wk_zt_prep_##T, wk_zt_deq32_##T, BS, sizeof(wk_block_##T),   \
                 wk_elem_none, 1)                                                                   \
