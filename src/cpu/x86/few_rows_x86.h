@@ -113,6 +113,15 @@ WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; retur
         }                                                                                          \
     }
 
+/* NAME, a wk_gemm_fn on one layout: IMPL(OCT, k, nr, nc, w, ws, x, xs, y, ldy) with OCT fixed
+ * (false: the file's layout; true: octets), so that each layout gets its own code. */
+#define WK_LAYOUT_GEMM(NAME, IMPL, OCT)                                                            \
+    static void NAME(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, const void *x,   \
+                     size_t xs, float *y, size_t ldy)                                              \
+    {                                                                                              \
+        IMPL(OCT, k, nr, nc, w, ws, x, xs, y, ldy);                                                \
+    }
+
 /* NAME (a WK_FEW_ROWS function) on nr = 1 to 4 rows: C1 columns side by side at one row, 4 at
  * two, C34 at three or four (the accumulators stay in registers: 2 in the 16 AVX2 registers,
  * 4 in AVX-512's 32). */

@@ -615,18 +615,10 @@ static wk_fma_tile_fn const wk_fma_tiles[WK_FMA_ROWS][4] = {
         if (nr <= 4) WK_FEW_ROWS_RUN(wk_few_rows_##T, C1, 2, OCT, nr, k, nc, w, ws, x, xs, y, ldy);   \
         else wk_avx2_f32_buffered_##T(OCT, k, nr, nc, w, ws, x, xs, y, ldy);                       \
     }                                                                                              \
-    static void wk_avx2_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                     const void *x, size_t xs, float *y, size_t ldy)               \
-    {                                                                                              \
-        wk_avx2_f32_##T(false, k, nr, nc, w, ws, x, xs, y, ldy);                                   \
-    }
+    WK_LAYOUT_GEMM(wk_avx2_gemm_f32_##T, wk_avx2_f32_##T, false)
 #define WK_BLOCK_ROWS_GEMM(T, BS, BB, C1)                                                          \
     WK_ROWS_GEMM(T, BS, BB, wk_elem_none, C1, 1)                                                   \
-    static void wk_avx2_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,   \
-                                   const void *x, size_t xs, float *y, size_t ldy)                 \
-    {                                                                                              \
-        wk_avx2_f32_##T(true, k, nr, nc, w, ws, x, xs, y, ldy);                                    \
-    }
+    WK_LAYOUT_GEMM(wk_avx2_octets_##T, wk_avx2_f32_##T, true)
 
 /* The dense types at one row: 8 columns side by side (8 chains of FMAs, 8 streams) and no
  * software prefetch. F16 8192 x 4096 from memory, 2 threads, Zen 5 (session 25): 4 columns

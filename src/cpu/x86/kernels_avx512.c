@@ -236,16 +236,8 @@ WK_Z_GEMM(bf16, WK_TYPE_BF16, 2)
         wk_z_many(wk_avx2_deq_for(TYPE), tr->block_size, tr->block_bytes, NULL, OCT, k, nr, nc, w, ws, \
                   x, xs, y, ldy);                                                                  \
     }                                                                                              \
-    static void wk_avx512_gemm_f32_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws, \
-                                       const void *x, size_t xs, float *y, size_t ldy)             \
-    {                                                                                              \
-        wk_avx512_f32_##T(false, k, nr, nc, w, ws, x, xs, y, ldy);                                 \
-    }                                                                                              \
-    static void wk_avx512_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,  \
-                                     const void *x, size_t xs, float *y, size_t ldy)               \
-    {                                                                                              \
-        wk_avx512_f32_##T(true, k, nr, nc, w, ws, x, xs, y, ldy);                                  \
-    }                                                                                              \
+    WK_LAYOUT_GEMM(wk_avx512_gemm_f32_##T, wk_avx512_f32_##T, false)                               \
+    WK_LAYOUT_GEMM(wk_avx512_octets_##T, wk_avx512_f32_##T, true)                                  \
     static const wk_cpu_kernels wk_avx512_##T = {"avx512", NULL, NULL, wk_avx512_gemm_f32_##T,     \
                                                  wk_avx512_octets_##T};
 WK_Z_BLOCK_GEMM(q4_0, WK_TYPE_Q4_0)

@@ -184,16 +184,13 @@ WK_INLINE void wk_zt_deq32_q2_K(const void *b, int j, wk_zt_super *st, __m256 f[
 #define WK_ZT_GEMM(T, STATE, BS, C1)                                                               \
     WK_FEW_ROWS(wk_zt_rows_##T, STATE, wk_zt_prep_##T, wk_zt_deq32_##T, BS, sizeof(wk_block_##T),   \
                 wk_elem_none, 1)                                                                   \
-    static void wk_zt_gemm_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,       \
-                               const void *x, size_t xs, float *y, size_t ldy)                     \
+    WK_INLINE void wk_zt_##T(const bool OCT, int64_t k, int64_t nr, int64_t nc, const void *w,     \
+                             size_t ws, const void *x, size_t xs, float *y, size_t ldy)            \
     {                                                                                              \
-        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, 4, false, nr, k, nc, w, ws, x, xs, y, ldy);              \
+        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, 4, OCT, nr, k, nc, w, ws, x, xs, y, ldy);              \
     }                                                                                              \
-    static void wk_zt_octets_##T(int64_t k, int64_t nr, int64_t nc, const void *w, size_t ws,     \
-                                 const void *x, size_t xs, float *y, size_t ldy)                   \
-    {                                                                                              \
-        WK_FEW_ROWS_RUN(wk_zt_rows_##T, C1, 4, true, nr, k, nc, w, ws, x, xs, y, ldy);               \
-    }
+    WK_LAYOUT_GEMM(wk_zt_gemm_##T, wk_zt_##T, false)                                               \
+    WK_LAYOUT_GEMM(wk_zt_octets_##T, wk_zt_##T, true)
 WK_ZT_GEMM(q4_0, wk_zt_block, 32, 8)
 WK_ZT_GEMM(q4_1, wk_zt_block, 32, 8)
 WK_ZT_GEMM(q5_0, wk_zt_block, 32, 8)
