@@ -35,7 +35,6 @@ WK_INLINE float wk_hsum(__m256 v)
 #define WK_PF_AHEAD 2048
 #endif
 
-
 /* ELEM for block types, whose k is whole: no tail. */
 WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; return 0.0f; }
 
