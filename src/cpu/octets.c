@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cpu/repack.h"
+#include "tensor/engine_impl.h"
 #include "quant/traits.h"
 
 /* One octet from src (the file's layout) to dst. */

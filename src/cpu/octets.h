@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "cpu/pool.h"
-#include "tensor/engine_impl.h"
+#include "wick/tensor.h"
 
 #define WK_OCTET_COLS 8
 

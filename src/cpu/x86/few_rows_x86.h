@@ -45,8 +45,8 @@ WK_INLINE float wk_elem_none(const void *w, int64_t i) { (void)w, (void)i; retur
  * elements 32j .. 32j + 31 in f[0..3], j in order; BS, BB: elements and bytes of a block;
  * ELEM(w, i): element i of a dense weight, for the k % BS tail.
  *
- * Up to 4 rows, any weight type: each 32-element piece of C columns (up to 8 for 1 row, 4
- * for 2, 2 for 3-4: the accumulators stay in registers) decoded in registers and used at
+ * Up to 4 rows, any weight type: each 32-element piece of C columns (WK_FEW_ROWS_RUN: the
+ * accumulators stay in registers) decoded in registers and used at
  * once, no L1 buffer, so the weights stream in one pass (session 16, Zen 5, one thread, in
  * cache, m = 1: quantized weights 0.62-0.80 of the buffered path's time; F16 at m = 1
  * earlier 6.8 -> 4.2-4.5 ms). The values and the order of the FMAs are the buffered path's,
