@@ -28,6 +28,7 @@
 
 #include <type_traits>
 
+#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/kernels.h"
 #include "cuda/mma.cuh"
@@ -42,36 +43,12 @@ using wkp::u2h;
 constexpr int SMEM_LIMIT = 227 * 1024 - 128; /* shared memory a block may have (sm_90), less the barriers */
 constexpr int MAX_STAGES = 8;
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-
-/* The copy engine (cp.async.bulk): whole stretches of bytes into shared memory, counted
- * on an mbarrier, without the per-thread requests that cap cp.async's bytes in flight. */
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint32_t bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
-{
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "WAIT_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 "@!p bra WAIT_%=;\n"
-                 "}" ::"r"(bar), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
+using wkb::bulk_copy;
+using wkb::mbar_arrive;
+using wkb::mbar_expect;
+using wkb::mbar_init;
+using wkb::mbar_wait;
+using wkb::smem_addr;
 
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
@@ -263,7 +240,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
             mbar_init(smem_addr(&full[b]), 1);
             mbar_init(smem_addr(&empty[b]), 4 * WGS);
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        wkb::mbar_init_fence();
     }
     __syncthreads();
 
