@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,profile,decprof,inline,qprof,srcprof
+#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,ring,profile,decprof,inline,qprof,srcprof
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -26,6 +26,10 @@ if has tests; then
       fi
     done
     $B/wick edges; echo "wick edges rc=$?"
+    # The matrix-vector kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default).
+    for cfg in "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+      env $cfg $B/test_cuda_qmv; echo "test_cuda_qmv ($cfg) rc=$?"
+    done
   } >"$O/tests.txt" 2>&1
   grep -E "rc=|CHECK failed|checks|logits|decode steps|SKIP" "$O/tests.txt" | head -40
 fi
@@ -77,6 +81,17 @@ fi
 if has bench; then
   $B/cuda_matmul_bench ${BENCH_ARGS:-} --csv "$O/bench.csv" >"$O/bench.txt" 2>&1
   cat "$O/bench.txt"
+fi
+
+if has ring; then
+  # The packed matrix-vector kernel with and without its copy-engine ring, alternated.
+  for r in 1 2; do
+    for cfg in "NONE=0" "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+      echo "== round $r $cfg"
+      env $cfg $B/cuda_matmul_bench --types ${RING_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
+    done
+  done >"$O/ring.txt" 2>&1
+  cat "$O/ring.txt"
 fi
 
 if has inline; then
