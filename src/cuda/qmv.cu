@@ -13,7 +13,8 @@
  * copies while it decodes the current one (rows that start on a 2-byte boundary are
  * copied from the word below and read at an offset). A weight in the packed layout
  * (qpack.cuh) takes qmv_packed_kernel instead: no staging, each lane loads its part of a
- * chunk straight into registers; it also takes more than 8 input rows, 8 a grid slice.
+ * chunk straight into registers (or, with WICK_CUDA_QMV_RING, from a ring of stages the copy
+ * engine fills); it also takes more than 8 input rows, 8 a grid slice.
  * The input is prepared inside the
  * kernel when it is small (each block prepares its own copy in shared memory: no
  * separate launch, which is what a decode step's latency is made of), else once by a
