@@ -20,16 +20,18 @@ if has tests; then
   {
     for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_attention test_cuda_ops test_cuda_model test_kernels test_qmatmul}; do
       $B/$t; echo "$t rc=$?"
+      if [ "$t" = test_cuda_qmv ]; then
+        # The packed kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default).
+        for cfg in "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+          env $cfg $B/$t; echo "$t ($cfg) rc=$?"
+        done
+      fi
       if [ "$t" = test_cuda_model ]; then
         # The decode step's output projection as a launch of its own (larger models' path).
         WICK_CUDA_ATTN_O=0 $B/$t; echo "$t (WICK_CUDA_ATTN_O=0) rc=$?"
       fi
     done
     $B/wick edges; echo "wick edges rc=$?"
-    # The matrix-vector kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default).
-    for cfg in "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
-      env $cfg $B/test_cuda_qmv; echo "test_cuda_qmv ($cfg) rc=$?"
-    done
   } >"$O/tests.txt" 2>&1
   grep -E "rc=|CHECK failed|checks|logits|decode steps|SKIP" "$O/tests.txt" | head -40
 fi

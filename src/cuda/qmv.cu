@@ -464,6 +464,11 @@ __host__ __device__ size_t xin_norm_bytes(const params &p)
 {
     return p.src == WK_QMV_RMSNORM ? norm_at(p.m, p.k) + (size_t)p.k * 4 : xin_bytes(p.m, p.k);
 }
+/* The shared memory a block's input takes: prepared inside, copied from scratch, or none. */
+size_t x_smem_bytes(const params &p)
+{
+    return p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0;
+}
 
 /* An RMSNorm's weights (nothing earlier writes them) into shared memory before the wait,
  * as the oldest copy group, so that the preparation after the wait does not wait on them
@@ -907,7 +912,7 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
         smem = stage_per_warp * nw + (p.ring ? ring_bytes(nw, p.ring, ring_cb) : 0) + red_bytes(nw, red_sets) +
-               (p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0);
+               x_smem_bytes(p);
         if (smem > MAX_BLOCK_SMEM)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -988,12 +993,14 @@ bool shared_x_loads()
  * 12.3, Q6_K 15.2 -> 13.7; m = 5 Q4_0 14.3 -> 12.7, Q8_0 16.5 -> 15.0, Q4_K 19.0 -> 15.8;
  * a copy that left an SM one block of 8 warps: 8 rows 40 us against 15.3; ONE below).
  * WICK_CUDA_QMV_COPY=N sets it (0: never; read once). */
+/* The shared memory a block may take when minb blocks share an SM (at most 200 KiB), less
+ * the block's reserve. */
+long block_room(int minb) { return min((long)wk_cuda_smem_per_sm() / minb, (long)MAX_BLOCK_SMEM) - 1024; }
 long copy_limit(int minb, int nx, int bw = MAX_WARPS)
 {
     static const long forced = wk_env_long("WICK_CUDA_QMV_COPY", LONG_MAX); /* LONG_MAX: unset */
     if (forced != LONG_MAX) return forced;
-    const long block = min((long)wk_cuda_smem_per_sm() / minb, (long)MAX_BLOCK_SMEM);
-    return block - 1024 /* the block's reserve */ - (long)red_bytes(bw, nx);
+    return block_room(minb) - (long)red_bytes(bw, nx);
 }
 /* When the packed kernel copies its input for one block an SM of all the warps its
  * registers allow (launch_packed_nx): 1 by the rule there, 0 never (as before session 21),
@@ -1040,15 +1047,14 @@ bool ring_more_warps()
     static const long v = wk_env_long("WICK_CUDA_QMV_RING_WARPS", 0);
     return v != 0;
 }
-/* The most stages (at least 2, else 0: no ring) of cb bytes a warp that leave a block of bw
- * warps, with `other` bytes of shared memory besides, within a block's limit and, unless
- * it is one block an SM, minb blocks an SM. */
-int ring_fit(int want, int cb, int bw, int minb, bool one, size_t other)
+/* The ring's stages for a block of bw warps, minb of them an SM, with nx accumulator sets
+ * and input p: the most up to ring_stages() (at least 2) of cb bytes a warp that fit its
+ * room beside its partial sums and input; 0 (no ring) when none or none asked. */
+int ring_fit(const params &p, int cb, int bw, int minb, int nx)
 {
-    const size_t per_sm = (size_t)wk_cuda_smem_per_sm();
-    const size_t room = one ? (size_t)MAX_BLOCK_SMEM : min((size_t)MAX_BLOCK_SMEM, per_sm / minb - 1024);
-    for (int s = want; s >= 2; s--)
-        if (ring_bytes(bw, s, cb) + other <= room) return s;
+    const long other = (long)(red_bytes(bw, nx) + x_smem_bytes(p));
+    for (int s = (int)ring_stages(); s >= 2; s--)
+        if ((long)ring_bytes(bw, s, cb) + other <= block_room(minb)) return s;
     return 0;
 }
 
@@ -1060,25 +1066,16 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
     constexpr int minb = packed_minb<P>(NX);
     const int slices = (p.m + 4 * NX - 1) / (4 * NX);
     const int bw = ONE ? MAX_WARPS * minb : MAX_WARPS;
+    /* One row of a K format with a ring: with the chunks out of the registers, 80 registers a
+     * thread may do, so three blocks an SM instead of two (WICK_CUDA_QMV_RING_WARPS). */
+    if constexpr (NX == 1 && P::KC != 64 && !ONE)
+        if (ring_more_warps() && (p.ring = ring_fit(p, P::CB, bw, minb + 1, NX)))
+            return launch_geom<qmv_packed_kernel<P, NX, minb + 1, 1, XS, false, true>>(
+                c, p, sms, nchunk, 0, minb + 1, slices, NX, bw, P::CB);
     if constexpr (NX <= 2)
-        if (ring_stages()) {
-            const size_t other =
-                red_bytes(bw, NX) + (p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0);
-            /* One row of a K format: with the chunks out of the registers, 80 registers a
-             * thread may do, so three blocks an SM instead of two (WICK_CUDA_QMV_RING_WARPS). */
-            if constexpr (NX == 1 && P::KC != 64 && !ONE)
-                if (ring_more_warps()) {
-                    p.ring = ring_fit((int)ring_stages(), P::CB, bw, minb + 1, false, other);
-                    if (p.ring)
-                        return launch_geom<qmv_packed_kernel<P, NX, minb + 1, 1, XS, false, true>>(
-                            c, p, sms, nchunk, 0, minb + 1, slices, NX, bw, P::CB);
-                }
-            p.ring = ring_fit((int)ring_stages(), P::CB, bw, minb, ONE, other);
-            if (p.ring)
-                return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE, true>>(
-                    c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw, P::CB);
-        }
-    p.ring = 0;
+        if ((p.ring = ring_fit(p, P::CB, bw, ONE ? 1 : minb, NX)))
+            return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE, true>>(
+                c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw, P::CB);
     return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE>>(
         c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw);
 }
