@@ -86,10 +86,10 @@ if has bench; then
 fi
 
 if has ring; then
-  # The packed matrix-vector kernel with and without its copy-engine ring (3 stages, up to 12
+  # The packed matrix-vector kernel with and without its copy-engine ring (3 stages, up to 8
   # where they fit, 3 with three blocks an SM for a K format's one row), alternated.
   for r in 1 2; do
-    for cfg in "NONE=0" "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=12" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+    for cfg in "NONE=0" "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=8" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
       echo "== round $r $cfg"
       env $cfg $B/cuda_matmul_bench --types ${RING_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
     done
