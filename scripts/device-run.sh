@@ -34,6 +34,7 @@ if has tests; then
     done
     $B/wick edges; echo "wick edges rc=$?"
   } >"$O/tests.txt" 2>&1
+  echo "test_cuda_qmv output digests, distinct among its runs: $(grep '^output digest' "$O/tests.txt" | sort -u | wc -l)" >>"$O/tests.txt"
   grep -E "rc=|CHECK failed|checks|logits|decode steps|SKIP|digest" "$O/tests.txt" | head -40
 fi
 
