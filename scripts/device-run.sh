@@ -14,6 +14,9 @@ B=build-dev
 [ -n "${SKIP_BUILD:-}" ] || LOG=$O/build.log scripts/device-build.sh 16 || exit 1
 export WICK_TEST_MODEL=$M
 has() { [[ ",$parts," == *",$1,"* ]]; }
+# The packed matrix-vector kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default): 3
+# stages, up to 8 where they fit, 3 with three blocks an SM for a K format's one row.
+RING_CFGS=("WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=8" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1")
 P="What is Rust?"
 
 if has tests; then
@@ -21,9 +24,8 @@ if has tests; then
     for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_attention test_cuda_ops test_cuda_model test_kernels test_qmatmul}; do
       $B/$t; echo "$t rc=$?"
       if [ "$t" = test_cuda_qmv ]; then
-        # The packed kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default).
-        # The same output digest means the same bits as the register path.
-        for cfg in "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=8" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+        # Under each ring setting: the same output digest means the same bits as the register path.
+        for cfg in "${RING_CFGS[@]}"; do
           env $cfg $B/$t; echo "$t ($cfg) rc=$?"
         done
       fi
@@ -34,9 +36,8 @@ if has tests; then
     done
     $B/wick edges; echo "wick edges rc=$?"
   } >"$O/tests.txt" 2>&1
-  if grep -q '^output digest' "$O/tests.txt"; then
-    echo "test_cuda_qmv output digests, distinct among its runs: $(grep '^output digest' "$O/tests.txt" | sort -u | wc -l)" >>"$O/tests.txt"
-  fi
+  digests=$(grep '^output digest' "$O/tests.txt" | sort -u | wc -l)
+  [ "$digests" = 0 ] || echo "test_cuda_qmv output digests, distinct among its runs: $digests" >>"$O/tests.txt"
   grep -E "rc=|CHECK failed|checks|logits|decode steps|SKIP|digest" "$O/tests.txt" | head -40
 fi
 
@@ -90,10 +91,9 @@ if has bench; then
 fi
 
 if has ring; then
-  # The packed matrix-vector kernel with and without its copy-engine ring (3 stages, up to 8
-  # where they fit, 3 with three blocks an SM for a K format's one row), alternated.
+  # The packed matrix-vector kernel without and with its ring settings, alternated.
   for r in 1 2; do
-    for cfg in "NONE=0" "WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=8" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1"; do
+    for cfg in "NONE=0" "${RING_CFGS[@]}"; do
       echo "== round $r $cfg"
       env $cfg $B/cuda_matmul_bench --types ${RING_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
     done

@@ -14,6 +14,7 @@
 
 #ifdef WICK_HAVE_CUDA
 #include "check.h"
+#include "core/fnv.h"
 #include "cuda_check.h"
 #include "cuda/kernels.h"
 #include "wick/quant.h"
@@ -45,11 +46,8 @@ static const char *src_name(wk_qmv_src s)
 /* FNV-1a over every output's bits, printed at the end: a run under another kernel setting
  * (the copy-engine ring, WICK_CUDA_QMV_RING) that prints the same digest gave the same bits,
  * since the inputs come from a fixed seed. */
-static uint64_t out_digest = 0xcbf29ce484222325ull;
-static void digest(const void *p, size_t bytes)
-{
-    for (size_t i = 0; i < bytes; i++) out_digest = (out_digest ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
-}
+static uint64_t out_digest = WK_FNV1A_SEED;
+static void digest(const void *p, size_t bytes) { out_digest = wk_fnv1a(out_digest, p, bytes); }
 
 /* from: the residual output takes its value from another array (add_from: add = from + y),
  * as in a decode step whose attention launch left residual + projection in a sum. */
@@ -167,8 +165,10 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
         CHECK_OK(wk_cuda_copy_sync(y, dy[o], sizeof(float) * (size_t)(m * ns[o]), false));
         digest(y, sizeof(float) * (size_t)(m * ns[o]));
         float *acc = o == 2 ? malloc(sizeof(float) * (size_t)(m * ns[2])) : NULL;
-        if (acc) CHECK_OK(wk_cuda_copy_sync(acc, dacc, sizeof(float) * (size_t)(m * ns[2]), false));
-        if (acc) digest(acc, sizeof(float) * (size_t)(m * ns[2]));
+        if (acc) {
+            CHECK_OK(wk_cuda_copy_sync(acc, dacc, sizeof(float) * (size_t)(m * ns[2]), false));
+            digest(acc, sizeof(float) * (size_t)(m * ns[2]));
+        }
         double *refs = malloc(sizeof(double) * (size_t)(m * ns[o]));
         double *mags = malloc(sizeof(double) * (size_t)(m * ns[o]));
         for (int64_t r = 0; r < m; r++)
@@ -217,6 +217,7 @@ static void run_n(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src sr
     if (src == WK_QMV_RMSNORM) { /* the norm's own output was stored */
         float *nh = malloc(sizeof(float) * (size_t)(m * k));
         CHECK_OK(wk_cuda_copy_sync(nh, dnorm, sizeof(float) * (size_t)(m * k), false));
+        digest(nh, sizeof(float) * (size_t)(m * k));
         for (int64_t i = 0; i < m * k; i++)
             if (!(fabs(nh[i] - v[i]) <= 1e-5 * (1 + fabs(v[i])))) {
                 if (bad++ < 3) fprintf(stderr, "  %s norm output %lld: %g want %g\n", label, (long long)i, nh[i], v[i]);

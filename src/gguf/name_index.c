@@ -3,14 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "gguf/gguf_internal.h"
 
-static uint64_t wk_name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
+static uint64_t wk_name_hash(const char *s) { return wk_fnv1a(WK_FNV1A_SEED, s, strlen(s)); }
 
 bool wk_name_index_init(wk_name_index *ix, size_t n)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/fnv.h"
 #include "model/unicode.h"
 
 /* ---- small containers ---- */
@@ -74,19 +75,10 @@ static wk_status arena_add(wk_tokenizer *t, const char *s, size_t n, wk_str *out
 
 /* ---- hash tables ---- */
 
-static uint64_t fnv(uint64_t h, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-#define FNV_SEED 0xcbf29ce484222325ull
-
 static uint64_t pair_hash(const char *l, size_t ln, const char *r, size_t rn) {
-    uint64_t h = fnv(FNV_SEED, l, ln);
-    h = (h ^ 0x1F) * 0x100000001b3ull ^ ln; /* keep "a"+"bc" apart from "ab"+"c" */
-    return fnv(h * 0x100000001b3ull, r, rn);
+    uint64_t h = wk_fnv1a(WK_FNV1A_SEED, l, ln);
+    h = (h ^ 0x1F) * WK_FNV1A_PRIME ^ ln; /* keep "a"+"bc" apart from "ab"+"c" */
+    return wk_fnv1a(h * WK_FNV1A_PRIME, r, rn);
 }
 
 static wk_status strmap_init(wk_strmap *m, size_t n) {
@@ -102,7 +94,7 @@ static wk_status strmap_init(wk_strmap *m, size_t n) {
 
 int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n) {
     if (!t->vocab.slots) return -1;
-    for (size_t i = fnv(FNV_SEED, s, n) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
+    for (size_t i = wk_fnv1a(WK_FNV1A_SEED, s, n) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
         uint32_t e = t->vocab.slots[i];
         if (!e) return -1;
         wk_str k = t->text[e - 1];
@@ -114,7 +106,7 @@ int32_t wk_tokenizer_find(const wk_tokenizer *t, const char *s, size_t n) {
 static void vocab_insert(wk_tokenizer *t, int32_t id) {
     wk_str k = t->text[id];
     const char *s = t->arena + k.off;
-    for (size_t i = fnv(FNV_SEED, s, k.len) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
+    for (size_t i = wk_fnv1a(WK_FNV1A_SEED, s, k.len) & t->vocab.mask;; i = (i + 1) & t->vocab.mask) {
         uint32_t e = t->vocab.slots[i];
         if (!e) {
             t->vocab.slots[i] = (uint32_t)id + 1;
