@@ -9,7 +9,7 @@
 #   b/  the model's rest                       (each folder, with the tree, under 64 MiB)
 # Then, back to back while the machine is warm (it is given back after 30 s idle):
 #   call 1, carry [".devcarry/a"]:
-#     scripts/device-unpack.sh a && SKIP_BUILD=1 scripts/device-run.sh none $OUT tests,bench[,ring]
+#     scripts/device-unpack.sh a && SKIP_BUILD=1 scripts/device-run.sh none $OUT tests,bench[,variants]
 #   call 2, carry [".devcarry/b"]:
 #     scripts/device-unpack.sh b && SKIP_BUILD=1 TESTS=test_cuda_model scripts/device-run.sh /root/model.gguf $OUT tests,gen
 # Usage: scripts/device-carry.sh REPO [MODEL]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,ring,profile,decprof,inline,qprof,srcprof
+#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,variants,profile,decprof,inline,qprof,srcprof
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -14,9 +14,10 @@ B=build-dev
 [ -n "${SKIP_BUILD:-}" ] || LOG=$O/build.log scripts/device-build.sh 16 || exit 1
 export WICK_TEST_MODEL=$M
 has() { [[ ",$parts," == *",$1,"* ]]; }
-# The packed matrix-vector kernel's copy-engine ring (WICK_CUDA_QMV_RING, off by default): 3
-# stages, up to 8 where they fit, 3 with three blocks an SM for a K format's one row.
-RING_CFGS=("WICK_CUDA_QMV_RING=3" "WICK_CUDA_QMV_RING=8" "WICK_CUDA_QMV_RING=3 WICK_CUDA_QMV_RING_WARPS=1")
+# Kernel settings to check and time against the defaults, ';'-separated, each one or more
+# VAR=value (QMV_VARIANTS="WICK_CUDA_QMV_ONE=0;WICK_CUDA_QMV_INLINE=0"): the tests part reruns
+# test_cuda_qmv under each, the variants part times them.
+IFS=';' read -r -a VARIANTS <<<"${QMV_VARIANTS:-}"
 P="What is Rust?"
 
 if has tests; then
@@ -24,8 +25,8 @@ if has tests; then
     for t in ${TESTS:-test_cuda_matmul test_cuda_qmv test_cuda_attention test_cuda_ops test_cuda_model test_kernels test_qmatmul}; do
       $B/$t; echo "$t rc=$?"
       if [ "$t" = test_cuda_qmv ]; then
-        # Under each ring setting: the same output digest means the same bits as the register path.
-        for cfg in "${RING_CFGS[@]}"; do
+        # Under each variant: the same output digest means the same bits as the defaults.
+        for cfg in "${VARIANTS[@]}"; do
           env $cfg $B/$t; echo "$t ($cfg) rc=$?"
         done
       fi
@@ -90,15 +91,15 @@ if has bench; then
   cat "$O/bench.txt"
 fi
 
-if has ring; then
-  # The packed matrix-vector kernel without and with its ring settings, alternated.
+if has variants; then
+  # The matrix-vector kernel with its defaults and under each variant, alternated.
   for r in 1 2; do
-    for cfg in "NONE=0" "${RING_CFGS[@]}"; do
+    for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
       echo "== round $r $cfg"
-      env $cfg $B/cuda_matmul_bench --types ${RING_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
+      env $cfg $B/cuda_matmul_bench --types ${VARIANT_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
     done
-  done >"$O/ring.txt" 2>&1
-  cat "$O/ring.txt"
+  done >"$O/variants.txt" 2>&1
+  cat "$O/variants.txt"
 fi
 
 if has inline; then

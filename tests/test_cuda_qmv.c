@@ -44,8 +44,8 @@ static const char *src_name(wk_qmv_src s)
 }
 
 /* FNV-1a over every output's bits, printed at the end: a run under another kernel setting
- * (the copy-engine ring, WICK_CUDA_QMV_RING) that prints the same digest gave the same bits,
- * since the inputs come from a fixed seed. */
+ * (a WICK_CUDA_QMV_* switch) that prints the same digest gave the same bits, since the
+ * inputs come from a fixed seed. */
 static uint64_t out_digest = WK_FNV1A_SEED;
 static void digest(const void *p, size_t bytes) { out_digest = wk_fnv1a(out_digest, p, bytes); }
 

@@ -1,7 +1,7 @@
 /* Internal (CUDA): the copy engine (cp.async.bulk, compute capability 9.0): whole stretches
  * of bytes from global into shared memory, counted on an mbarrier, without the per-thread
  * requests (and registers) that cap the bytes a warp's own loads keep in flight. Used by the
- * many-row wgmma kernel's ring and by the matrix-vector kernel's per-warp ring. */
+ * many-row wgmma kernel's ring. */
 #ifndef WICK_CUDA_BULK_COPY_CUH
 #define WICK_CUDA_BULK_COPY_CUH
 
@@ -36,10 +36,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
                  "@!p bra WAIT_%=;\n"
                  "}" ::"r"(bar), "r"(parity) : "memory");
 }
-/* Orders this thread's (and, after a warp or block barrier, its peers') earlier accesses
- * to shared memory before its later copies: a stage read by loads is not overwritten under
- * them. */
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 /* bytes (a multiple of 16, both addresses on 16 bytes) from src to shared address dst,
  * counted on bar as they land. */
 __device__ __forceinline__ void bulk_copy(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)

@@ -13,8 +13,7 @@
  * copies while it decodes the current one (rows that start on a 2-byte boundary are
  * copied from the word below and read at an offset). A weight in the packed layout
  * (qpack.cuh) takes qmv_packed_kernel instead: no staging, each lane loads its part of a
- * chunk straight into registers (or, with WICK_CUDA_QMV_RING, from a ring of stages the copy
- * engine fills); it also takes more than 8 input rows, 8 a grid slice.
+ * chunk straight into registers; it also takes more than 8 input rows, 8 a grid slice.
  * The input is prepared inside the
  * kernel when it is small (each block prepares its own copy in shared memory: no
  * separate launch, which is what a decode step's latency is made of), else once by a
@@ -33,7 +32,6 @@
 
 #include <type_traits>
 
-#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
@@ -108,7 +106,6 @@ struct params {
     float *sums_g, *scale_g;
     int xpitch;
     int trace_slot; /* measuring builds (trace.cuh) */
-    int ring; /* packed kernel with a ring: its stages a warp (ring_bytes) */
     bool inline_one; /* host: the inline input prepared in one block an SM (wk_cuda_qmv) */
 };
 
@@ -450,10 +447,6 @@ __device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[N
 /* Shared-memory bytes: staging buffers, the warps' partial sums, and (inline) the input. */
 template <class G> __host__ __device__ size_t stage_bytes(int nw) { return (size_t)nw * 2 * 16 * G::PITCH; }
 __host__ __device__ size_t red_bytes(int nw, int nx = 2) { return (size_t)nw * nx * 4 * 32 * sizeof(float); }
-/* The packed kernel's ring (RING): nw warps' mbarriers, then each warp's `stages` chunks of
- * cb bytes; a multiple of 16 bytes, at the start of shared memory. */
-__host__ __device__ size_t ring_bars(int nw, int stages) { return ((size_t)nw * stages * 8 + 15) / 16 * 16; }
-__host__ __device__ size_t ring_bytes(int nw, int stages, int cb) { return ring_bars(nw, stages) + (size_t)nw * stages * cb; }
 /* The input prepared in the kernel, then (an RMSNorm) its weights, copied in before the wait. */
 __host__ __device__ size_t xin_bytes(int m, int k)
 {
@@ -692,12 +685,9 @@ template <class P> constexpr int packed_depth(int nx)
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
- * 0). RING: the warp's next chunks come instead into a ring of p.ring stages in shared
- * memory, each one copy of the copy engine by the warp's first lane, so that the bytes in
- * flight no longer take registers; a lane loads its part of a chunk from there once the
- * chunk has landed, and the stage is refilled at once. The products are the same, in the
- * same order: the same bits. */
-template <class P, int NX, int MINB, int D, bool XS, bool ONE, bool RING = false>
+ * 0). (A ring of shared-memory stages filled by the copy engine instead of the registers
+ * was slower at 1-8 rows: docs/cuda.md, session 39.) */
+template <class P, int NX, int MINB, int D, bool XS, bool ONE>
 __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
@@ -712,34 +702,17 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     const int nchunk = p.k / P::KC;
     const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
 
-    const size_t ring_all = RING ? ring_bytes(nw, p.ring, P::CB) : 0;
-    float *red = reinterpret_cast<float *>(smem + ring_all);
-    uint8_t *xin = smem + ring_all + red_bytes(nw, NX);
+    float *red = reinterpret_cast<float *>(smem);
+    uint8_t *xin = smem + red_bytes(nw, NX);
     float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
     const bool stage_norm = stage_norm_weights(p, norm_ws);
 
-    /* The first D chunks' loads (the ring: its stages' copies) go out before the wait
-     * (nothing earlier writes weights). */
+    /* The first D chunks' loads go out before the wait (nothing earlier writes weights). */
     int c = live > 0 ? kw : nchunk;
-    typename P::frag f[RING ? 1 : D];
-    const uint8_t *stage0 = smem + ring_bars(nw, p.ring) + (size_t)warp * p.ring * P::CB; /* RING */
-    const uint32_t bar0 = wkb::smem_addr(smem) + 8u * (uint32_t)(warp * p.ring);
-    auto refill = [&](int st, int cc) { /* the warp's first lane: chunk cc into stage st */
-        wkb::mbar_expect(bar0 + 8u * st, P::CB);
-        wkb::bulk_copy(wkb::smem_addr(stage0 + (size_t)st * P::CB), wg + (size_t)cc * P::CB, P::CB, bar0 + 8u * st);
-    };
-    if constexpr (RING) {
-        if (lane == 0 && c < nchunk) {
-            for (int st = 0; st < p.ring; st++) wkb::mbar_init(bar0 + 8u * st, 1);
-            wkb::mbar_init_fence();
-            for (int st = 0; st < p.ring && c + st * wpg < nchunk; st++) refill(st, c + st * wpg);
-        }
-        __syncwarp();
-    } else {
+    typename P::frag f[D];
 #pragma unroll
-        for (int d = 0; d < D; d++)
-            if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
-    }
+    for (int d = 0; d < D; d++)
+        if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
     /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 4 NX per blockIdx.y, the
      * input prepared in scratch). */
     const int r0 = (int)blockIdx.y * 4 * NX, mh = min(4 * NX, p.m - r0);
@@ -818,31 +791,14 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
             }
         }
     };
-    if constexpr (RING) {
-        /* Stage st holds chunk c; its barrier completes a phase each time a copy lands. Once
-         * every lane holds its part the stage takes the chunk p.ring ahead. */
-        uint32_t phase = 0;
-        for (int st = 0; c < nchunk; c += wpg) {
-            wkb::mbar_wait(bar0 + 8u * st, phase);
-            P::template load<wkp::from_shared>(stage0 + (size_t)st * P::CB, lane, f[0]);
-            __syncwarp();
-            if (lane == 0 && c + p.ring * wpg < nchunk) {
-                wkb::fence_proxy_async(); /* the lanes' loads of the stage come first */
-                refill(st, c + p.ring * wpg);
-            }
-            chunk(f[0], c);
-            if (++st == p.ring) st = 0, phase ^= 1;
-        }
-    } else {
-        /* Slot d holds chunk c + d wpg; once multiplied it is refilled D chunks ahead. */
-        for (; c < nchunk; c += D * wpg) {
+    /* Slot d holds chunk c + d wpg; once multiplied it is refilled D chunks ahead. */
+    for (; c < nchunk; c += D * wpg) {
 #pragma unroll
-            for (int d = 0; d < D; d++) {
-                const int cc = c + d * wpg;
-                if (cc >= nchunk) break;
-                chunk(f[d], cc);
-                if (cc + D * wpg < nchunk) P::load(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
-            }
+        for (int d = 0; d < D; d++) {
+            const int cc = c + d * wpg;
+            if (cc >= nchunk) break;
+            chunk(f[d], cc);
+            if (cc + D * wpg < nchunk) P::load(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
         }
     }
 
@@ -889,11 +845,10 @@ int groups_per_block(int64_t groups, int wpg, int sms, int bw = MAX_WARPS)
 
 /* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
  * staging a warp, at most minb blocks of bw warps per SM by its registers, slices of input
- * rows along y, red_sets accumulator sets a warp to add up, a ring of p.ring stages of
- * ring_cb bytes a warp (the packed kernel's RING). */
+ * rows along y, red_sets accumulator sets a warp to add up. */
 template <void (*K)(params)>
 wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t stage_per_warp, int minb,
-                      int slices = 1, int red_sets = 2, int bw = MAX_WARPS, int ring_cb = 0)
+                      int slices = 1, int red_sets = 2, int bw = MAX_WARPS)
 {
     int groups = 0;
     for (int i = 0; i < p.nout; i++) groups += (p.out[i].n + 15) / 16;
@@ -911,8 +866,7 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        smem = stage_per_warp * nw + (p.ring ? ring_bytes(nw, p.ring, ring_cb) : 0) + red_bytes(nw, red_sets) +
-               x_smem_bytes(p);
+        smem = stage_per_warp * nw + red_bytes(nw, red_sets) + x_smem_bytes(p);
         if (smem > MAX_BLOCK_SMEM)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -1033,31 +987,6 @@ bool inline_one_allowed()
 template <class P> constexpr bool wide_slices() { return (P::KC == 64 && !P::ADD) || std::is_same<P, wkp::q6_K>::value; }
 template <class P> constexpr int least_rows_for_wide() { return std::is_same<P, wkp::q6_K>::value ? 32 : MAX_ROWS + 1; }
 
-/* The stages a warp of the packed kernel's ring asks for at 1-8 input rows
- * (WICK_CUDA_QMV_RING; 0: no ring, the chunks in registers; read once). */
-long ring_stages()
-{
-    static const long v = wk_env_long("WICK_CUDA_QMV_RING", 0);
-    return v < 0 ? 0 : v > 8 ? 8 : v;
-}
-/* Whether one row of a K format takes three blocks an SM with the ring
- * (WICK_CUDA_QMV_RING_WARPS=1; read once). */
-bool ring_more_warps()
-{
-    static const long v = wk_env_long("WICK_CUDA_QMV_RING_WARPS", 0);
-    return v != 0;
-}
-/* The ring's stages for a block of bw warps, minb of them an SM, with nx accumulator sets
- * and input p: the most up to ring_stages() (at least 2) of cb bytes a warp that fit its
- * room beside its partial sums and input; 0 (no ring) when none or none asked. */
-int ring_fit(const params &p, int cb, int bw, int minb, int nx)
-{
-    const long other = (long)(red_bytes(bw, nx) + x_smem_bytes(p));
-    for (int s = (int)ring_stages(); s >= 2; s--)
-        if ((long)ring_bytes(bw, s, cb) + other <= block_room(minb)) return s;
-    return 0;
-}
-
 /* ONE: the warps of minb blocks as one block an SM (same registers a thread, one wave),
  * whose input is copied once an SM. */
 template <class P, int NX, bool XS, bool ONE = false>
@@ -1066,16 +995,6 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
     constexpr int minb = packed_minb<P>(NX);
     const int slices = (p.m + 4 * NX - 1) / (4 * NX);
     const int bw = ONE ? MAX_WARPS * minb : MAX_WARPS;
-    /* One row of a K format with a ring: with the chunks out of the registers, 80 registers a
-     * thread may do, so three blocks an SM instead of two (WICK_CUDA_QMV_RING_WARPS). */
-    if constexpr (NX == 1 && P::KC != 64 && !ONE)
-        if (ring_more_warps() && (p.ring = ring_fit(p, P::CB, bw, minb + 1, NX)))
-            return launch_geom<qmv_packed_kernel<P, NX, minb + 1, 1, XS, false, true>>(
-                c, p, sms, nchunk, 0, minb + 1, slices, NX, bw, P::CB);
-    if constexpr (NX <= 2)
-        if ((p.ring = ring_fit(p, P::CB, bw, ONE ? 1 : minb, NX)))
-            return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE, true>>(
-                c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw, P::CB);
     return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE>>(
         c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw);
 }
