@@ -418,6 +418,10 @@ int main(void)
     /* The packed layout (rows a multiple of 16, k of 64; above, 48 x 4096 Q8_0 is packed
      * too): each packable format at 1-256 rows, and the default model's k = 576. */
     for (size_t i = 0; i < N_PACKABLE; i++) test_type(e, packable[i], 48, 512);
+    /* F16 rows the packed layout's kernel reads as they are (whole row groups, k of 64),
+     * up to 63 input rows in slices. */
+    test_type(e, WK_TYPE_F16, 48, 512);
+    test_type(e, WK_TYPE_F16, 32, 4096);
     test_type(e, WK_TYPE_Q6_K, 32, 1536);
     test_type(e, WK_TYPE_Q4_1, 64, 576);
     /* 3-8 rows of k = 4096: the matrix-vector kernel copies the input (Q4_1: and its sums)

@@ -254,11 +254,12 @@ static void run(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src,
     static const int64_t ns[3] = {40, 24, 17};
     run_n(c, t, k, m, src, from_sum, ns, false);
 }
-/* The packed layout: outputs of 48, 32 and 16 rows (whole groups of 16). */
+/* Outputs of 48, 32 and 16 rows (whole groups of 16): the packed layout, or F16 rows, which
+ * the packed layout's kernel reads as they are. */
 static void run_packed(wk_cuda_ctx *c, wk_type t, int64_t k, int64_t m, wk_qmv_src src, bool from_sum)
 {
     static const int64_t ns[3] = {48, 32, 16};
-    run_n(c, t, k, m, src, from_sum, ns, true);
+    run_n(c, t, k, m, src, from_sum, ns, t != WK_TYPE_F16);
 }
 
 static void test_rejections(wk_cuda_ctx *c)
@@ -311,6 +312,15 @@ static void test_rejections(wk_cuda_ctx *c)
     j.out[0].w = w; /* a packed weight takes up to 65535 slices of 8 input rows */
     j.m = 65535L * 8 + 1;
     CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "1..524280 rows for a packed weight");
+    /* F16 rows: more than 8 input rows only for whole row groups of a k of 64. */
+    void *wh = make_weight(WK_TYPE_F16, 16, 64, ref);
+    j.wtype = WK_TYPE_F16;
+    j.out[0].w = wh;
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "1..524280 rows for a f16 (whole row groups) weight");
+    j.m = 9;
+    j.out[0].n = 8;
+    CHECK_FAILS(wk_cuda_qmv(c, &j), WK_ERR_INVALID, "1..8 rows for a row-major weight");
+    wk_cuda_free(wh);
     wk_cuda_free(w);
     wk_cuda_free(x);
     wk_cuda_free(y);
@@ -345,7 +355,7 @@ int main(void)
     for (int s = 0; s < 3; s++) run_n(c, WK_TYPE_Q4_1, 576, 1, (wk_qmv_src)s, false, wide, false);
     run_n(c, WK_TYPE_Q8_0, 1056, 5, WK_QMV_RMSNORM, false, wide, false);
     run_n(c, WK_TYPE_Q4_K, 1024, 8, WK_QMV_SILU_MUL, false, wide, false);
-    /* The packed layout: every packable format, 1-8 rows and more in slices (13: one
+    /* The packed layout: every packable format and F16 rows, 1-8 rows and more in slices (13: one
      * slice of 13 for the formats cut in 12 or 16 rows, 8 + 5 for the others; 20: 12 + 8,
      * or 8 + 8 + 4), the three preparations, the input inside and in scratch (k = 1536 at
      * 8 rows, every count above 8), a residual taken from elsewhere, and a longer output. */
@@ -353,7 +363,7 @@ int main(void)
         {WK_TYPE_Q4_0, 1024}, {WK_TYPE_Q4_1, 576}, {WK_TYPE_Q5_0, 1536},
         {WK_TYPE_Q5_1, 576}, {WK_TYPE_Q8_0, 576}, {WK_TYPE_Q8_0, 1536}, {WK_TYPE_Q4_K, 1024},
         {WK_TYPE_Q4_K, 256}, {WK_TYPE_Q6_K, 768}, {WK_TYPE_Q5_K, 512}, {WK_TYPE_Q2_K, 768},
-        {WK_TYPE_Q3_K, 512},
+        {WK_TYPE_Q3_K, 512}, {WK_TYPE_F16, 576}, {WK_TYPE_F16, 1536},
     };
     const int64_t pms[] = {1, 2, 4, 5, 8, 13, 20};
     for (size_t i = 0; i < sizeof packs / sizeof packs[0]; i++) {

@@ -86,8 +86,9 @@ wk_status wk_cuda_qmm_prepare_rmsnorm(wk_cuda_ctx *c, wk_dptr y, wk_dptr x, cons
 wk_status wk_cuda_qmm_prepare_silu_mul(wk_cuda_ctx *c, wk_dptr gate, wk_dptr up, int64_t rows,
                                        int64_t dim, const int64_t *dpos);
 
-/* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows (a packed weight, wk_cuda_packed:
- * any number, WK_CUDA_QMV_ROWS a grid slice, the input then prepared once in scratch), the
+/* Matrix-vector products: 1 to WK_CUDA_QMV_ROWS input rows (a packed weight, wk_cuda_packed,
+ * or F16 rows that wk_cuda_f16_rows_fit: any number, WK_CUDA_QMV_ROWS or more a grid slice,
+ * the input then prepared once in scratch), the
  * input prepared in the same launch from one of three sources: the input as it is (f32 or
  * f16), x / rms(x) * norm_w (an RMSNorm, whose result is also stored at norm_out when its
  * base is not NULL), or silu(x) * x2 (x2 f32, nothing stored). Up to three weights of
@@ -122,6 +123,10 @@ typedef struct wk_cuda_qmv_job {
     const int64_t *dpos;
 } wk_cuda_qmv_job;
 wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j);
+/* Whether an F16 [n, k] weight at w is read by the packed layout's kernel straight from its
+ * rows (whole groups of 16 rows, k a multiple of 64, on 16 bytes; WICK_CUDA_F16_ROWS=0:
+ * never, the rows' staged kernel instead; read once). */
+bool wk_cuda_f16_rows_fit(int64_t n, int64_t k, const void *w);
 size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k);
 
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */

@@ -608,8 +608,9 @@ extern "C" wk_status wk_cuda_qmm_dyn(wk_cuda_ctx *c, wk_type wtype, const void *
         return wk_fail(WK_ERR_INVALID, "CUDA %s matmul: the input rows must start on 16-byte "
                                        "boundaries", tr->name);
     /* The packed layout has only the matrix-vector kernel, which takes more rows 8 at a
-     * time (one launch, a slice of the grid each). */
-    if ((m <= WK_CUDA_QMV_ROWS || packed) && k % SEG == 0) {
+     * time (one launch, a slice of the grid each); so do F16 rows that kernel reads. */
+    const bool f16_rows = base == WK_TYPE_F16 && !packed && wk_cuda_f16_rows_fit(n, k, w);
+    if ((m <= WK_CUDA_QMV_ROWS || packed || f16_rows) && k % SEG == 0) {
         wk_cuda_qmv_job j = {};
         j.wtype = wtype;
         j.k = k;

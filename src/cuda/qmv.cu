@@ -671,7 +671,11 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * Two mmas a step (5-8 rows, slices of 8) also take 3 for the formats with the smallest
  * chunks in registers, Q4_0, Q4_1 and Q5_0 (session 17, three rounds: m = 8 Q4_0 16.0 ->
  * 15.1 us, Q4_1 18.7 -> 18.3, Q5_0 16.8 -> 16.5, Q4_1 m = 16 33.4 -> 32.4); Q5_1 then spilled
- * (m = 8 19.7 -> 22.0), Q8_0 was no faster, and four mmas a step were slower with 3. */
+ * (m = 8 19.7 -> 22.0), Q8_0 was no faster, and four mmas a step were slower with 3.
+ * F16 rows (the 32-element formats' bounds) keep 2 chunks in flight at every row count: a
+ * chunk of 2 KiB is 16 registers a lane, so 2 of them hold more bytes than Q8_0's 3. */
+/* F16 weights, read in their rows by the packed kernel. */
+template <class P> __host__ __device__ constexpr bool rows_format() { return std::is_same<P, wkp::f16_rows>::value; }
 template <class P> constexpr bool deep_at_two_mmas()
 {
     return std::is_same<P, wkp::q4_0>::value || std::is_same<P, wkp::q4_1>::value || std::is_same<P, wkp::q5_0>::value;
@@ -679,18 +683,23 @@ template <class P> constexpr bool deep_at_two_mmas()
 template <class P> constexpr int packed_minb(int nx) { return nx > 2 && P::KC != 64 ? 1 : nx > 1 || P::KC != 64 ? 2 : 3; }
 template <class P> constexpr int packed_depth(int nx)
 {
-    return P::KC == 64 && (nx == 1 || (nx == 2 && deep_at_two_mmas<P>())) ? 3 : 2;
+    return P::KC == 64 && !rows_format<P>() && (nx == 1 || (nx == 2 && deep_at_two_mmas<P>())) ? 3 : 2;
 }
+/* Where lane quad t reads its 4 inputs of step s in a chunk: 16 s + 4 t for the packed
+ * formats, F16 rows' order for them (qpack.cuh). */
+template <class P> __host__ __device__ constexpr int x_lane() { return rows_format<P>() ? 8 : 4; }
+template <class P> __device__ __forceinline__ int x_step(int s) { return rows_format<P>() ? 32 * (s >> 1) + 4 * (s & 1) : 16 * s; }
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
- * 0). (A ring of shared-memory stages filled by the copy engine instead of the registers
+ * 0). F16 weights (ROWS) are read the same way from their rows. (A ring of shared-memory stages filled by the copy engine instead of the registers
  * was slower at 1-8 rows: docs/cuda.md, session 39.) */
 template <class P, int NX, int MINB, int D, bool XS, bool ONE>
 __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
+    constexpr bool ROWS = rows_format<P>();
     extern __shared__ __align__(16) uint8_t smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -700,7 +709,11 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     const out_desc &od = pl.od;
     const int n0 = pl.n0, live = pl.live;
     const int nchunk = p.k / P::KC;
-    const uint8_t *wg = od.w + (size_t)(n0 >> 4) * nchunk * P::CB;
+    const uint8_t *wg = od.w + (size_t)(n0 >> 4) * (ROWS ? 16 * p.row_bytes : (size_t)nchunk * P::CB);
+    auto load = [&](int cc, typename P::frag &fr) { /* chunk cc of the row group */
+        if constexpr (ROWS) P::load(wg + (size_t)cc * P::CB, p.row_bytes, lane, fr);
+        else P::load(wg + (size_t)cc * P::CB, lane, fr);
+    };
 
     float *red = reinterpret_cast<float *>(smem);
     uint8_t *xin = smem + red_bytes(nw, NX);
@@ -712,7 +725,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     typename P::frag f[D];
 #pragma unroll
     for (int d = 0; d < D; d++)
-        if (c + d * wpg < nchunk) P::load(wg + (size_t)(c + d * wpg) * P::CB, lane, f[d]);
+        if (c + d * wpg < nchunk) load(c + d * wpg, f[d]);
     /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 4 NX per blockIdx.y, the
      * input prepared in scratch). */
     const int r0 = (int)blockIdx.y * 4 * NX, mh = min(4 * NX, p.m - r0);
@@ -749,7 +762,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
      * or lo (array 8j + g), and adds row 4j + t's sums; arrays past the slice's rows are
      * not read (their products are zero, their outputs not stored). One base pointer each
      * and a stride, so that 16 rows take no more registers than 4. */
-    const __half *xb = xh + (size_t)g * xv.xpitch + 4 * t;
+    const __half *xb = xh + (size_t)g * xv.xpitch + x_lane<P>() * t;
     const float *xsum = xsums + (size_t)t * p.nseg;
     const int xstride = 8 * xv.xpitch, sstride = 4 * p.nseg;
 
@@ -770,7 +783,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
                 P::step(fr, s, a0, a1, a2, a3);
 #pragma unroll
                 for (int j = 0; j < NX; j++) { /* one decoded step, NX mmas */
-                    const uint2 bx = 8 * j + g < m2 ? *reinterpret_cast<const uint2 *>(xb + j * xstride + seg * SEG)
+                    const uint2 bx = 8 * j + g < m2 ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + x_step<P>(s))
                                                     : make_uint2(0, 0);
                     mma16816(tmp[j], a0, a1, a2, a3, bx.x, bx.y);
                     if (P::ADD && 4 * j + t < mh) xs[j] += xsum[j * sstride + seg];
@@ -798,7 +811,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
             const int cc = c + d * wpg;
             if (cc >= nchunk) break;
             chunk(f[d], cc);
-            if (cc + D * wpg < nchunk) P::load(wg + (size_t)(cc + D * wpg) * P::CB, lane, f[d]);
+            if (cc + D * wpg < nchunk) load(cc + D * wpg, f[d]);
         }
     }
 
@@ -1055,7 +1068,21 @@ template <class P> wk_status launch_packed(wk_cuda_ctx *c, params &p)
 
 size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+/* f(P{}) for the format the packed kernel reads: F16 rows, or the packed format of base. */
+template <class F> auto with_register_format(wk_type base, bool f16_rows, F &&f)
+{
+    if (f16_rows) return f(wkp::f16_rows{});
+    return wkp::with_format(base, f);
+}
+
 } // namespace
+
+extern "C" bool wk_cuda_f16_rows_fit(int64_t n, int64_t k, const void *w)
+{
+    static const long on = wk_env_long("WICK_CUDA_F16_ROWS", 1);
+    return on != 0 && n > 0 && n % 16 == 0 && n <= INT32_MAX && k > 0 && k % 64 == 0 && k <= (1 << 24) &&
+           (uintptr_t)w % 16 == 0;
+}
 
 extern "C" size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k)
 {
@@ -1073,12 +1100,16 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
         return wk_fail(WK_ERR_UNSUPPORTED, "CUDA matrix-vector product: weight type %s%s has no kernel",
                        tr ? tr->name : "(unknown)", packed ? " (packed)" : "");
     const int64_t qk = wk_cuda_block_elems(base);
-    /* A packed weight takes any number of rows, 8 to 16 a slice of the grid. */
-    const long most_rows = packed ? 65535L * MAX_ROWS : MAX_ROWS;
+    /* F16 rows the packed layout's kernel reads (every output fits). */
+    bool f16_rows = !packed && base == WK_TYPE_F16 && j->nout >= 1 && j->nout <= 3;
+    for (int i = 0; f16_rows && i < j->nout; i++) f16_rows = wk_cuda_f16_rows_fit(j->out[i].n, j->k, j->out[i].w);
+    const bool reg = packed || f16_rows; /* the packed kernel, chunks in registers */
+    /* Its weights take any number of rows, 8 to 16 a slice of the grid. */
+    const long most_rows = reg ? 65535L * MAX_ROWS : MAX_ROWS;
     if (j->m < 1 || j->m > most_rows || j->nout < 1 || j->nout > 3)
         return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector product: %lld input rows, %d outputs "
                                        "(1..%ld rows for a %s weight, 1..3 outputs)", (long long)j->m, j->nout,
-                       most_rows, packed ? "packed" : "row-major");
+                       most_rows, packed ? "packed" : f16_rows ? "f16 (whole row groups)" : "row-major");
     if (j->k <= 0 || j->k % qk != 0 || j->k % SEG != 0 || j->k > (1 << 24))
         return wk_fail(WK_ERR_INVALID, "CUDA %s matrix-vector product: k = %lld must be a positive "
                                        "multiple of %lld", tr->name, (long long)j->k, (long long)(qk > SEG ? qk : SEG));
@@ -1142,16 +1173,16 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     /* Inside the kernel when the input is small and few blocks repeat the work. */
     int64_t groups = 0;
     for (int i = 0; i < j->nout; i++) groups += (j->out[i].n + 15) / 16;
-    if (packed && j->m > MAX_ROWS) {
+    if (reg && j->m > MAX_ROWS) {
         p.inline_x = false; /* the slices share one preparation */
-    } else if (packed) {
+    } else if (reg) {
         /* Counted in blocks, and only half as many: with no weights staged ahead, a block
          * preparing a long input waits (H200, 8192 x 4096 Q4_0, m = 1: 512 blocks of 4096
          * inputs 12.2 us inside, 10.6 in a launch of its own; the 384 blocks of 576 of the
          * 49152 x 576 head 9.9 inside, 11.3 outside). */
         int nchunk = 1, minb = 2;
         bool small_blocks = false; /* a 32-element format (launch_packed_nx's one block an SM) */
-        wkp::with_format(base, [&](auto fmt) {
+        with_register_format(base, f16_rows, [&](auto fmt) {
             using P = decltype(fmt);
             nchunk = p.k / P::KC, minb = packed_minb<P>(p.m > 4 ? 2 : 1);
             small_blocks = P::KC == 64;
@@ -1187,7 +1218,7 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
                                      dim3(256), 0, c->stream, p);
         if (st) return st;
     }
-    if (packed) return wkp::with_format(base, [&](auto fmt) { return launch_packed<decltype(fmt)>(c, p); });
+    if (reg) return with_register_format(base, f16_rows, [&](auto fmt) { return launch_packed<decltype(fmt)>(c, p); });
     switch (j->wtype) {
     case WK_TYPE_Q4_0: return launch<wkq::q4_0>(c, p);
     case WK_TYPE_Q4_1: return launch<wkq::q4_1>(c, p);

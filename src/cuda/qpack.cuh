@@ -1,5 +1,6 @@
 /* Internal (CUDA): the packed GPU layout of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q2_K to Q6_K
- * weights, made once when a weight is uploaded (pack.cu).
+ * weights, made once when a weight is uploaded (pack.cu), and the reading of F16 rows by
+ * the same kernels.
  *
  * The GGUF layout puts a row's blocks one after another, so a lane of the matrix-vector
  * kernel finds its few weights scattered over bytes that start on 2-byte boundaries; it
@@ -232,6 +233,35 @@ using q4_1 = blk32<4, true, 0, 20, 0, 4>;
 using q5_0 = blk32<5, false, 16, 22, 2, 6>;
 using q5_1 = blk32<5, true, 0, 24, 4, 8>;
 using q8_0 = blk32<8, false, 128, 34, 0, 2>;
+
+/* ---- F16 weights read in their rows (no packed layout: the rows are what cuBLAS takes
+ * for many input rows and the dense forms). A chunk is 16 rows x 64 halves; lane (g, t)
+ * loads 16 contiguous bytes at 16 t and at 64 + 16 t of rows g and g + 8 (each warp load
+ * covers whole 64-byte stretches of 8 rows), so that in step s it holds elements
+ * 32 (s / 2) + 8 t + 4 (s % 2) .. + 3 of both rows: its A operand as it is, nothing to
+ * decode, a scale of 1. The input is read in the same order (x_step, x_lane). ---- */
+struct f16_rows {
+    static constexpr bool ADD = false;
+    static constexpr int KC = 64, NS = 4, SG = 4;
+    static constexpr int CB = 128; /* bytes of a chunk's row */
+    struct frag {
+        uint32_t w[16]; /* row g: bytes 16 t .., 64 + 16 t ..; then row g + 8's */
+    };
+    /* ch: the chunk's first row; rb: bytes a row. */
+    __device__ static __forceinline__ void load(const uint8_t *ch, size_t rb, int lane, frag &f)
+    {
+        const uint8_t *r0 = ch + (size_t)(lane >> 2) * rb + 16 * (lane & 3), *r1 = r0 + 8 * rb;
+        ld4(r0, f.w), ld4(r0 + 64, f.w + 4), ld4(r1, f.w + 8), ld4(r1 + 64, f.w + 12);
+    }
+    __device__ static __forceinline__ void step(const frag &f, int s, uint32_t &a0, uint32_t &a1, uint32_t &a2,
+                                                uint32_t &a3)
+    {
+        const int b = 4 * (s >> 1) + 2 * (s & 1);
+        a0 = f.w[b], a2 = f.w[b + 1], a1 = f.w[8 + b], a3 = f.w[8 + b + 1];
+    }
+    __device__ static __forceinline__ float2 scale(const frag &, int) { return make_float2(1.f, 1.f); }
+    __device__ static __forceinline__ float2 add(const frag &, int) { return make_float2(0.f, 0.f); }
+};
 
 /* ---- the K formats: a chunk is one super-block a row (256 elements, 16 steps) ----
  * Where a chunk keeps its codes: the low LOW bits (4: one nibble word a step, as above;
