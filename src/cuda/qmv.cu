@@ -672,6 +672,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * chunks in registers, Q4_0, Q4_1 and Q5_0 (session 17, three rounds: m = 8 Q4_0 16.0 ->
  * 15.1 us, Q4_1 18.7 -> 18.3, Q5_0 16.8 -> 16.5, Q4_1 m = 16 33.4 -> 32.4); Q5_1 then spilled
  * (m = 8 19.7 -> 22.0), Q8_0 was no faster, and four mmas a step were slower with 3.
+ * Session 39 (H100, 1-4 rows, two rounds): 4, 5 or 6 chunks in flight were no faster for
+ * Q4_0 (m = 1 10.3-10.7 us against 10.4, though 6 of its chunks are as many bytes as F16
+ * rows' 2, which reach 88% of the read bandwidth) and slower for Q5_0, Q4_1, Q8_0, Q5_1.
  * F16 rows (the 32-element formats' bounds) keep 2 chunks in flight at every row count: a
  * chunk of 2 KiB is 16 registers a lane, so 2 of them hold more bytes than Q8_0's 3. */
 /* F16 weights, read in their rows by the packed kernel. */
