@@ -661,6 +661,9 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     WK_TRACE_END();
 }
 
+/* F16 weights, read in their rows by the packed kernel. */
+template <class P> __host__ __device__ constexpr bool rows_format() { return std::is_same<P, wkp::f16_rows>::value; }
+
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
  * 1-4 input rows of the 32-element formats, 1 (255) for a K format's three or four mmas a
  * step (Q6_K's slices, below), else 2 (128: a K format's chunk is four times as large;
@@ -677,8 +680,6 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
  * rows' 2, which reach 88% of the read bandwidth) and slower for Q5_0, Q4_1, Q8_0, Q5_1.
  * F16 rows (the 32-element formats' bounds) keep 2 chunks in flight at every row count: a
  * chunk of 2 KiB is 16 registers a lane, so 2 of them hold more bytes than Q8_0's 3. */
-/* F16 weights, read in their rows by the packed kernel. */
-template <class P> __host__ __device__ constexpr bool rows_format() { return std::is_same<P, wkp::f16_rows>::value; }
 template <class P> constexpr bool deep_at_two_mmas()
 {
     return std::is_same<P, wkp::q4_0>::value || std::is_same<P, wkp::q4_1>::value || std::is_same<P, wkp::q5_0>::value;
@@ -691,13 +692,17 @@ template <class P> constexpr int packed_depth(int nx)
 /* Where lane quad t reads its 4 inputs of step s in a chunk: 16 s + 4 t for the packed
  * formats, F16 rows' order for them (qpack.cuh). */
 template <class P> __host__ __device__ constexpr int x_lane() { return rows_format<P>() ? 8 : 4; }
-template <class P> __device__ __forceinline__ int x_step(int s) { return rows_format<P>() ? 32 * (s >> 1) + 4 * (s & 1) : 16 * s; }
+template <class P> __device__ __forceinline__ int x_step(int s)
+{
+    return rows_format<P>() ? 32 * (s >> 1) + 4 * (s & 1) : 16 * s;
+}
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
- * 0). F16 weights (ROWS) are read the same way from their rows. (A ring of shared-memory stages filled by the copy engine instead of the registers
- * was slower at 1-8 rows: docs/cuda.md, session 39.) */
+ * 0). F16 weights (ROWS) are read the same way from their rows. (A ring of shared-memory
+ * stages filled by the copy engine instead of the registers was slower at 1-8 rows:
+ * docs/cuda.md, session 39.) */
 template <class P, int NX, int MINB, int D, bool XS, bool ONE>
 __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_packed_kernel(params p)
 {
@@ -786,8 +791,9 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
                 P::step(fr, s, a0, a1, a2, a3);
 #pragma unroll
                 for (int j = 0; j < NX; j++) { /* one decoded step, NX mmas */
-                    const uint2 bx = 8 * j + g < m2 ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + x_step<P>(s))
-                                                    : make_uint2(0, 0);
+                    const uint2 bx = 8 * j + g < m2
+                                         ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + x_step<P>(s))
+                                         : make_uint2(0, 0);
                     mma16816(tmp[j], a0, a1, a2, a3, bx.x, bx.y);
                     if (P::ADD && 4 * j + t < mh) xs[j] += xsum[j * sstride + seg];
                 }
