@@ -326,14 +326,26 @@ wk_status check(const char *what, wk_type t, int64_t n, int64_t k, const void *a
 
 } // namespace
 
+/* The shapes the packed kernel's chunks cover: whole groups of 16 rows, k whole chunks of
+ * kc elements, both within the kernels' int indexing. */
+static bool chunks_fit(int64_t n, int64_t k, int kc)
+{
+    return n > 0 && k > 0 && n % 16 == 0 && k % kc == 0 && n <= INT32_MAX && k <= (1 << 24);
+}
+
 extern "C" bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k)
 {
     const bool blk32 = t == WK_TYPE_Q4_0 || t == WK_TYPE_Q4_1 || t == WK_TYPE_Q5_0 || t == WK_TYPE_Q5_1 ||
                        t == WK_TYPE_Q8_0;
     const bool kq = t == WK_TYPE_Q2_K || t == WK_TYPE_Q3_K || t == WK_TYPE_Q4_K || t == WK_TYPE_Q5_K ||
                     t == WK_TYPE_Q6_K;
-    return (blk32 || kq) && n > 0 && k > 0 && n % 16 == 0 && k % (kq ? 256 : 64) == 0 && n <= INT32_MAX &&
-           k <= (1 << 24);
+    return (blk32 || kq) && chunks_fit(n, k, kq ? 256 : 64);
+}
+
+extern "C" bool wk_cuda_f16_rows_fit(int64_t n, int64_t k, const void *w)
+{
+    static const long on = wk_env_long("WICK_CUDA_F16_ROWS", 1);
+    return on != 0 && chunks_fit(n, k, 64) && (uintptr_t)w % 16 == 0;
 }
 
 extern "C" bool wk_cuda_pack_enabled(void)
