@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: build, run the GPU tests, the edge probe, the matmul
 # benchmark, the generation timings and the CPU-GPU comparison of the documents.
-#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,variants,profile,decprof,inline,qprof,srcprof
+#   [SKIP_BUILD=1] scripts/device-run.sh MODEL OUTDIR [parts]     parts: any of tests,gen,compare,bench,variants,genvariants,profile,decprof,inline,qprof,srcprof
 #   (default: all but profile, which runs Nsight Compute on the m = 1 Q4_0 kernel)
 # Writes OUTDIR/{build.log,tests.txt,gen.txt,compare.txt,bench.txt,bench.csv}.
 set -u
@@ -16,7 +16,7 @@ export WICK_TEST_MODEL=$M
 has() { [[ ",$parts," == *",$1,"* ]]; }
 # Kernel settings to check and time against the defaults, ';'-separated, each one or more
 # VAR=value (QMV_VARIANTS="WICK_CUDA_QMV_ONE=0;WICK_CUDA_QMV_INLINE=0"): the tests part reruns
-# test_cuda_qmv under each, the variants part times them.
+# test_cuda_qmv under each, the variants part times them (genvariants: in decode).
 IFS=';' read -r -a VARIANTS <<<"${QMV_VARIANTS:-}"
 P="What is Rust?"
 
@@ -100,6 +100,17 @@ if has variants; then
     done
   done >"$O/variants.txt" 2>&1
   cat "$O/variants.txt"
+fi
+
+if has genvariants; then
+  # Decode and prefill on the GPU with the defaults and under each variant, alternated.
+  for r in 1 2; do
+    for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
+      echo "== round $r $cfg"
+      env $cfg $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds 3 --device cuda --label "decode" 2>&1 | grep -v "text:"
+    done
+  done >"$O/genvariants.txt" 2>&1
+  cat "$O/genvariants.txt"
 fi
 
 if has inline; then
