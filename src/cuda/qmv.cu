@@ -106,9 +106,6 @@ struct params {
     float *sums_g, *scale_g;
     int xpitch;
     int trace_slot; /* measuring builds (trace.cuh) */
-    /* Packed kernel: bytes of each row group asked of L2 before the dependency wait, past
-     * the chunks loaded into registers; chunks ahead of the loop asked of L2 (0: none). */
-    int l2_ahead, l2_roll;
     bool inline_one; /* host: the inline input prepared in one block an SM (wk_cuda_qmv) */
 };
 
@@ -700,21 +697,6 @@ template <class P> __device__ __forceinline__ int x_step(int s)
     return rows_format<P>() ? 32 * (s >> 1) + 4 * (s & 1) : 16 * s;
 }
 
-/* Ask L2 for bytes [from, to) of each of a row group's `rows` weight rows (the packed
- * layout: one row of its chunks), `pitch` bytes apart; its warps' lanes split the lines
- * (idx of stride). Fire and forget: nothing waits on a prefetch. */
-__device__ __forceinline__ void l2_prefetch(const uint8_t *base, int rows, size_t pitch, size_t from, size_t to,
-                                            int idx, int stride)
-{
-    if (to <= from) return;
-    const size_t first = from & ~(size_t)127;
-    const unsigned lines = (unsigned)((to - first + 127) / 128);
-    for (unsigned i = idx; i < rows * lines; i += stride) {
-        const unsigned r = rows == 1 ? 0 : i / lines, l = i - r * lines;
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(base + r * pitch + first + (size_t)l * 128));
-    }
-}
-
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
  * lane loads its part of a chunk straight into registers, D chunks in flight, and
  * decodes a step with a few LOP3s. Rows are whole groups of 16 (n % 16 ==
@@ -752,15 +734,6 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
 #pragma unroll
     for (int d = 0; d < D; d++)
         if (c + d * wpg < nchunk) load(c + d * wpg, f[d]);
-    /* Then l2_ahead bytes more of each row group's chunks asked of L2, so that memory
-     * keeps streaming while the input is prepared. */
-    const int rows = ROWS ? 16 : 1;
-    const size_t pitch = ROWS ? p.row_bytes : (size_t)nchunk * P::CB;
-    if (p.l2_ahead > 0 && live > 0) {
-        const size_t from = (size_t)min(D * wpg, nchunk) * P::CB;
-        l2_prefetch(wg, rows, pitch, from, min(from + (size_t)p.l2_ahead, (size_t)nchunk * P::CB), kw * 32 + lane,
-                    wpg * 32);
-    }
     /* Input rows r0 .. r0 + mh - 1 (more than 8 rows: a slice of 4 NX per blockIdx.y, the
      * input prepared in scratch). */
     const int r0 = (int)blockIdx.y * 4 * NX, mh = min(4 * NX, p.m - r0);
@@ -846,11 +819,6 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
         for (int d = 0; d < D; d++) {
             const int cc = c + d * wpg;
             if (cc >= nchunk) break;
-            if (p.l2_roll > 0) {
-                const int ahead = cc + p.l2_roll * wpg;
-                if (ahead < nchunk && (size_t)ahead * P::CB >= (size_t)D * wpg * P::CB + (size_t)p.l2_ahead)
-                    l2_prefetch(wg, rows, pitch, (size_t)ahead * P::CB, (size_t)(ahead + 1) * P::CB, lane, 32);
-            }
             chunk(f[d], cc);
             if (cc + D * wpg < nchunk) load(cc + D * wpg, f[d]);
         }
@@ -1201,10 +1169,6 @@ extern "C" wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j)
     p.add_from = j->add_from;
     p.dpos = j->dpos;
     p.row_bytes = (size_t)wk_cuda_row_bytes(base, j->k);
-    static const long l2_ahead = wk_env_long("WICK_CUDA_QMV_L2_AHEAD", 0);
-    static const long l2_roll = wk_env_long("WICK_CUDA_QMV_L2_ROLL", 0);
-    p.l2_ahead = (int)(l2_ahead < 0 ? 0 : l2_ahead > (1 << 30) ? (1 << 30) : l2_ahead);
-    p.l2_roll = (int)(l2_roll < 0 ? 0 : l2_roll > 64 ? 64 : l2_roll);
 #ifdef WICK_CUDA_TRACE
     p.trace_slot = qmv_ring_slot();
 #endif
