@@ -103,7 +103,7 @@ if has variants; then
 fi
 
 if has genvariants; then
-  # Decode and prefill on the GPU with the defaults and under each variant, alternated.
+  # Decode on the GPU with the defaults and under each variant, alternated.
   for r in 1 2; do
     for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
       echo "== round $r $cfg"
