@@ -18,6 +18,15 @@ has() { [[ ",$parts," == *",$1,"* ]]; }
 # VAR=value (QMV_VARIANTS="WICK_CUDA_QMV_ONE=0;WICK_CUDA_QMV_INLINE=0"): the tests part reruns
 # test_cuda_qmv under each, the variants part times them (genvariants: in decode).
 IFS=';' read -r -a VARIANTS <<<"${QMV_VARIANTS:-}"
+# Run a command with the defaults and under each variant, in two alternated rounds.
+alternated() {
+  for r in 1 2; do
+    for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
+      echo "== round $r $cfg"
+      env $cfg "$@" 2>&1
+    done
+  done
+}
 P="What is Rust?"
 
 if has tests; then
@@ -93,23 +102,15 @@ fi
 
 if has variants; then
   # The matrix-vector kernel with its defaults and under each variant, alternated.
-  for r in 1 2; do
-    for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
-      echo "== round $r $cfg"
-      env $cfg $B/cuda_matmul_bench --types ${VARIANT_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 2>&1 | grep -E "^[a-z0-9_]+ +[0-9]+ \||bandwidth"
-    done
-  done >"$O/variants.txt" 2>&1
+  alternated $B/cuda_matmul_bench --types ${VARIANT_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 |
+    grep -E "^== |^[a-z0-9_]+ +[0-9]+ \||bandwidth" >"$O/variants.txt"
   cat "$O/variants.txt"
 fi
 
 if has genvariants; then
   # Decode on the GPU with the defaults and under each variant, alternated.
-  for r in 1 2; do
-    for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
-      echo "== round $r $cfg"
-      env $cfg $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds 3 --device cuda --label "decode" 2>&1 | grep -v "text:"
-    done
-  done >"$O/genvariants.txt" 2>&1
+  alternated $B/wick bench gen -m "$M" -p "$P" -n 256 --rounds 3 --device cuda --label "decode" |
+    grep -v "text:" >"$O/genvariants.txt"
   cat "$O/genvariants.txt"
 fi
 

@@ -123,10 +123,6 @@ typedef struct wk_cuda_qmv_job {
     const int64_t *dpos;
 } wk_cuda_qmv_job;
 wk_status wk_cuda_qmv(wk_cuda_ctx *c, const wk_cuda_qmv_job *j);
-/* Whether an F16 [n, k] weight at w is read by the packed layout's kernel straight from its
- * rows (whole groups of 16 rows, k a multiple of 64, on 16 bytes; WICK_CUDA_F16_ROWS=0:
- * never, the rows' staged kernel instead; read once). */
-bool wk_cuda_f16_rows_fit(int64_t n, int64_t k, const void *w);
 size_t wk_cuda_qmv_scratch_bytes(int64_t m, int64_t k);
 
 /* Dequantize nelem elements of W (any of the 15 types) into f32 or f16 on the device. */
@@ -155,6 +151,10 @@ static inline wk_type wk_cuda_packed(wk_type t) { return (wk_type)((int)t | WK_C
 static inline bool wk_cuda_is_packed(wk_type t) { return ((int)t & WK_CUDA_PACKED) != 0; }
 static inline wk_type wk_cuda_unpacked(wk_type t) { return (wk_type)((int)t & ~WK_CUDA_PACKED); }
 bool wk_cuda_pack_supports(wk_type t, int64_t n, int64_t k);
+/* Whether an F16 [n, k] weight at w is read by the packed layout's kernel straight from its
+ * rows (whole groups of 16 rows, k a multiple of 64, on 16 bytes; WICK_CUDA_F16_ROWS=0:
+ * never, the rows' staged kernel instead; read once). */
+bool wk_cuda_f16_rows_fit(int64_t n, int64_t k, const void *w);
 bool wk_cuda_pack_enabled(void);
 wk_status wk_cuda_pack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
 wk_status wk_cuda_unpack(wk_cuda_ctx *c, wk_type t, const void *src, int64_t n, int64_t k, void *dst);
