@@ -32,6 +32,7 @@
 
 #include <type_traits>
 
+#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
@@ -107,6 +108,10 @@ struct params {
     int xpitch;
     int trace_slot; /* measuring builds (trace.cuh) */
     bool inline_one; /* host: the inline input prepared in one block an SM (wk_cuda_qmv) */
+    /* Packed kernel, inline input: bytes of each source's rows (x, and x2 for SILU_MUL)
+     * that the copy engine brings into shared memory after the wait, for the preparation
+     * to read there (0: the threads load them; launch_packed_at). */
+    int bulk_x;
 };
 
 /* The address of d at step position `step` (0 when the kernel has no position pointer). */
@@ -184,14 +189,30 @@ __device__ void block_sum_max(float &sum, float &mx, float *red)
 struct src_rows {
     const char *x, *x2;
     float *norm_out;
+    uint32_t sx; /* shared address of the rows the copy engine brought in (bulk_x), else 0 */
 };
-__device__ __forceinline__ src_rows resolve(const params &p, int64_t step)
+__device__ __forceinline__ src_rows resolve(const params &p, int64_t step, uint32_t sx)
 {
     src_rows s;
     s.x = at(p.x, step);
     s.x2 = at(p.x2, step);
     s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, step) : NULL;
+    s.sx = sx;
     return s;
+}
+/* Shared-memory loads by address (a generic pointer would go down the global loads' path,
+ * behind the weight loads in flight). */
+__device__ __forceinline__ float4 lds_f4(uint32_t a)
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
+    return v;
+}
+__device__ __forceinline__ uint2 lds_u2(uint32_t a)
+{
+    uint2 v;
+    asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
+    return v;
 }
 
 /* The 4 values of unit u (elements 4u .. 4u+3) of input row r before any RMSNorm factor:
@@ -201,14 +222,15 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
 {
     const size_t off = (size_t)r * p.k + (size_t)u * 4;
     if (p.src == WK_QMV_INPUT && p.x_f16) {
-        const uint2 h = *reinterpret_cast<const uint2 *>((const __half *)sr.x + off);
+        const uint2 h = sr.sx ? lds_u2(sr.sx + 2 * (uint32_t)off) : *reinterpret_cast<const uint2 *>((const __half *)sr.x + off);
         const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h.x));
         const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h.y));
         return make_float4(a.x, a.y, b.x, b.y);
     }
-    float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
+    float4 v = sr.sx ? lds_f4(sr.sx + 4 * (uint32_t)off) : *reinterpret_cast<const float4 *>((const float *)sr.x + off);
     if (p.src == WK_QMV_SILU_MUL) {
-        const float4 g = *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
+        const float4 g = sr.sx ? lds_f4(sr.sx + p.bulk_x + 4 * (uint32_t)off)
+                               : *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
         v.x = v.x / (1.f + expf(-v.x)) * g.x;
         v.y = v.y / (1.f + expf(-v.y)) * g.y;
         v.z = v.z / (1.f + expf(-v.z)) * g.z;
@@ -225,15 +247,16 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result; with_sums: the segment sums, which only the
- * formats with an additive term read. The block size is a multiple of 32. */
+ * formats with an additive term read; sx: the shared address of the input rows (bulk_x)
+ * or 0. The block size is a multiple of 32. */
 __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step, int r0, int r1, __half *xh,
                              int xpitch, float *sums,
-                             float *scale, bool write_norm, float *red, bool with_sums)
+                             float *scale, bool write_norm, float *red, bool with_sums, uint32_t sx = 0)
 {
     constexpr int KEEP = 2;
     const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
-    const src_rows sr = resolve(p, step);
+    const src_rows sr = resolve(p, step, sx);
     for (int r = r0; r < r1; r++) {
         float4 kept[KEEP];
         float mx = 0.f, ss = 0.f;
@@ -379,6 +402,8 @@ struct xview {
     const float *sums, *xscale;
     int xpitch;
 };
+__host__ __device__ size_t bulk_at(const params &p);
+
 /* later: asynchronous copy groups committed after the RMSNorm weights' (0..2); r0: the
  * first input row this block multiplies (prepared in scratch when not 0); with_sums: the
  * weight's format reads the segment sums. */
@@ -391,14 +416,27 @@ __device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool 
         __half *xs = reinterpret_cast<__half *>(xin);
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * v.xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
+        /* bulk_x: the rows by the copy engine, whose requests do not queue behind the
+         * weight loads in flight as the threads' own loads do; a barrier after them counts
+         * their bytes. */
+        const int nsrc = p.src == WK_QMV_SILU_MUL ? 2 : 1;
+        const uint32_t sx = p.bulk_x ? wkb::smem_addr(xin + bulk_at(p)) : 0, bar = sx + nsrc * p.bulk_x;
+        if (p.bulk_x && threadIdx.x == 0) {
+            wkb::mbar_init(bar, 1);
+            wkb::mbar_init_fence();
+            wkb::mbar_expect(bar, nsrc * p.bulk_x);
+            wkb::bulk_copy(sx, at(p.x, step), p.bulk_x, bar);
+            if (nsrc == 2) wkb::bulk_copy(sx + p.bulk_x, at(p.x2, step), p.bulk_x, bar);
+        }
         if (stage_norm) {
             if (later == 2) cp_wait<2>();
             else if (later == 1) cp_wait<1>();
             else cp_wait<0>();
-            __syncthreads();
         }
+        if (stage_norm || p.bulk_x) __syncthreads(); /* (the barrier initialized before its waits) */
+        if (p.bulk_x) wkb::mbar_wait(bar, 0);
         prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, v.xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red, with_sums);
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red, with_sums, sx);
         __syncthreads();
         v.xh = xs, v.sums = ss, v.xscale = sc;
     } else {
@@ -468,9 +506,13 @@ __host__ __device__ size_t xin_norm_bytes(const params &p)
 {
     return p.src == WK_QMV_RMSNORM ? norm_at(p.m, p.k) + (size_t)p.k * 4 : xin_bytes(p.m, p.k);
 }
-/* The shared memory a block's input takes: prepared inside, copied from scratch, or none. */
+/* Where the rows the copy engine brings (bulk_x) lie, and the barrier after them. */
+__host__ __device__ size_t bulk_at(const params &p) { return (xin_norm_bytes(p) + 15) / 16 * 16; }
+/* The shared memory a block's input takes: prepared inside (and its rows brought in),
+ * copied from scratch, or none. */
 size_t x_smem_bytes(const params &p)
 {
+    if (p.inline_x && p.bulk_x) return bulk_at(p) + (size_t)p.bulk_x * (p.src == WK_QMV_SILU_MUL ? 2 : 1) + 16;
     return p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0;
 }
 
@@ -1005,6 +1047,13 @@ bool inline_one_allowed()
     static const long v = wk_env_long("WICK_CUDA_QMV_INLINE_ONE", 1);
     return v != 0;
 }
+/* Whether an input prepared in the packed kernel's blocks is brought into shared memory by
+ * the copy engine (params.bulk_x; WICK_CUDA_QMV_BULK_X=0: the threads load it; read once). */
+bool bulk_input()
+{
+    static const long v = wk_env_long("WICK_CUDA_QMV_BULK_X", 1);
+    return v != 0;
+}
 /* Formats that take more than 8 input rows in slices of 12 or 16, one decoded step for three
  * or four mmas: the 32-element formats without an additive term, and Q6_K from 32 rows. At
  * 16 rows Q4_1 and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255
@@ -1028,6 +1077,13 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
     constexpr int minb = packed_minb<P>(NX);
     const int slices = (p.m + 4 * NX - 1) / (4 * NX);
     const int bw = ONE ? MAX_WARPS * minb : MAX_WARPS;
+    /* An input prepared inside reads its rows where the copy engine put them, when they fit
+     * beside the rest. */
+    p.bulk_x = 0;
+    if (p.inline_x && bulk_input()) {
+        p.bulk_x = p.m * p.k * (p.x_f16 ? 2 : 4);
+        if ((long)(red_bytes(bw, NX) + x_smem_bytes(p)) > block_room(ONE ? 1 : minb)) p.bulk_x = 0;
+    }
     return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE>>(
         c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw);
 }
