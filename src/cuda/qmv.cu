@@ -976,7 +976,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     }
 
     WK_TRACE_MARK(3);
-    if (own) { /* this warp's scales, before the warps' parts are added */
+    if (own && live > 0) { /* this warp's scales, before the warps' parts are added */
         const float *scw = xsums + (size_t)mh * nseg;
 #pragma unroll
         for (int j = 0; j < NX; j++) {
