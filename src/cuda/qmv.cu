@@ -32,7 +32,6 @@
 
 #include <type_traits>
 
-#include "cuda/bulk_copy.cuh"
 #include "cuda/cuda_util.cuh"
 #include "cuda/mma.cuh"
 #include "cuda/qdecode.cuh"
@@ -108,14 +107,6 @@ struct params {
     int xpitch;
     int trace_slot; /* measuring builds (trace.cuh) */
     bool inline_one; /* host: the inline input prepared in one block an SM (wk_cuda_qmv) */
-    /* Packed kernel, inline input: bytes of each source's rows (x, and x2 for SILU_MUL)
-     * that the copy engine brings into shared memory after the wait, for the preparation
-     * to read there (0: the threads load them; launch_packed_at). */
-    int bulk_x;
-    /* Packed kernel with bulk_x, no RMSNorm: each warp prepares the input of its own chunks
-     * (chunk kw, kw + wpg, ... of KC = own_kc elements), scaled on its own, so that no warp
-     * waits for the block (0: the block prepares it together; launch_packed_at). */
-    int own_kc;
 };
 
 /* The address of d at step position `step` (0 when the kernel has no position pointer). */
@@ -193,30 +184,14 @@ __device__ void block_sum_max(float &sum, float &mx, float *red)
 struct src_rows {
     const char *x, *x2;
     float *norm_out;
-    uint32_t sx; /* shared address of the rows the copy engine brought in (bulk_x), else 0 */
 };
-__device__ __forceinline__ src_rows resolve(const params &p, int64_t step, uint32_t sx)
+__device__ __forceinline__ src_rows resolve(const params &p, int64_t step)
 {
     src_rows s;
     s.x = at(p.x, step);
     s.x2 = at(p.x2, step);
     s.norm_out = p.norm_out.base ? (float *)at(p.norm_out, step) : NULL;
-    s.sx = sx;
     return s;
-}
-/* Shared-memory loads by address (a generic pointer would go down the global loads' path,
- * behind the weight loads in flight). */
-__device__ __forceinline__ float4 lds_f4(uint32_t a)
-{
-    float4 v;
-    asm volatile("ld.shared.v4.f32 {%0,%1,%2,%3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
-    return v;
-}
-__device__ __forceinline__ uint2 lds_u2(uint32_t a)
-{
-    uint2 v;
-    asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a));
-    return v;
 }
 
 /* The 4 values of unit u (elements 4u .. 4u+3) of input row r before any RMSNorm factor:
@@ -226,60 +201,20 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
 {
     const size_t off = (size_t)r * p.k + (size_t)u * 4;
     if (p.src == WK_QMV_INPUT && p.x_f16) {
-        const uint2 h = sr.sx ? lds_u2(sr.sx + 2 * (uint32_t)off) : *reinterpret_cast<const uint2 *>((const __half *)sr.x + off);
+        const uint2 h = *reinterpret_cast<const uint2 *>((const __half *)sr.x + off);
         const float2 a = __half22float2(*reinterpret_cast<const __half2 *>(&h.x));
         const float2 b = __half22float2(*reinterpret_cast<const __half2 *>(&h.y));
         return make_float4(a.x, a.y, b.x, b.y);
     }
-    float4 v = sr.sx ? lds_f4(sr.sx + 4 * (uint32_t)off) : *reinterpret_cast<const float4 *>((const float *)sr.x + off);
+    float4 v = *reinterpret_cast<const float4 *>((const float *)sr.x + off);
     if (p.src == WK_QMV_SILU_MUL) {
-        const float4 g = sr.sx ? lds_f4(sr.sx + p.bulk_x + 4 * (uint32_t)off)
-                               : *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
+        const float4 g = *reinterpret_cast<const float4 *>((const float *)sr.x2 + off);
         v.x = v.x / (1.f + expf(-v.x)) * g.x;
         v.y = v.y / (1.f + expf(-v.y)) * g.y;
         v.z = v.z / (1.f + expf(-v.z)) * g.z;
         v.w = v.w / (1.f + expf(-v.w)) * g.w;
     }
     return v;
-}
-
-/* The power of two s = 2^e just above the largest |value| mx, and 1 / s: x / s is exact
- * and within f16's range. NaN/inf keep s = 1 and show. */
-__device__ __forceinline__ void pow2_scale(float mx, float &s, float &inv)
-{
-    s = 1.f, inv = 1.f;
-    if (mx > 0.f && isfinite(mx)) {
-        int e;
-        frexpf(mx, &e);
-        s = ldexpf(1.f, e);
-        inv = ldexpf(1.f, -e);
-    }
-}
-/* Four values times inv as hi halves at hi and the rest as lo halves at lo (converted in
- * pairs, kept in registers: an array cast to a wider type would live in local memory),
- * and with_sums their 16-element segment's sum, added over 4 neighbouring lanes and stored
- * at sum by the first. Every lane of the warp takes part (the shuffles); on: this one stores. */
-__device__ __forceinline__ void store_split(float v0, float v1, float v2, float v3, float inv, bool with_sums,
-                                            bool on, bool first, __half *hi, __half *lo, float *sum_at)
-{
-    const float f0 = v0 * inv, f1 = v1 * inv, f2 = v2 * inv, f3 = v3 * inv;
-    const __half2 h01 = __floats2half2_rn(f0, f1), h23 = __floats2half2_rn(f2, f3);
-    const float2 b01 = __half22float2(h01), b23 = __half22float2(h23);
-    const __half2 l01 = __floats2half2_rn(f0 - b01.x, f1 - b01.y);
-    const __half2 l23 = __floats2half2_rn(f2 - b23.x, f3 - b23.y);
-    float sum = 0.f;
-    if (with_sums) {
-        sum = f0 + f1 + f2 + f3;
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    }
-    if (on) {
-        *reinterpret_cast<uint2 *>(hi) =
-            make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
-        *reinterpret_cast<uint2 *>(lo) =
-            make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
-        if (with_sums && first) *sum_at = sum;
-    }
 }
 
 /* Prepare input rows r0 .. r1-1 with all threads of the block: hi/lo halves into
@@ -290,16 +225,15 @@ __device__ __forceinline__ void store_split(float v0, float v1, float v2, float 
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result; with_sums: the segment sums, which only the
- * formats with an additive term read; sx: the shared address of the input rows (bulk_x)
- * or 0. The block size is a multiple of 32. */
+ * formats with an additive term read. The block size is a multiple of 32. */
 __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step, int r0, int r1, __half *xh,
                              int xpitch, float *sums,
-                             float *scale, bool write_norm, float *red, bool with_sums, uint32_t sx = 0)
+                             float *scale, bool write_norm, float *red, bool with_sums)
 {
     constexpr int KEEP = 2;
     const int nu = p.k / 4;
     const bool norm = p.src == WK_QMV_RMSNORM;
-    const src_rows sr = resolve(p, step, sx);
+    const src_rows sr = resolve(p, step);
     for (int r = r0; r < r1; r++) {
         float4 kept[KEEP];
         float mx = 0.f, ss = 0.f;
@@ -325,8 +259,18 @@ __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step,
         for (int u = threadIdx.x + KEEP * blockDim.x; u < nu; u += blockDim.x) measure(source4(p, sr, r, u), u);
         block_sum_max(ss, mx, red);
         const float rr = norm ? 1.f / sqrtf(ss / (float)p.k + p.eps) : 1.f;
-        float s, inv;
-        pow2_scale(mx * rr, s, inv);
+        mx *= rr;
+        /* s = 2^e with max < s (about: values may reach s, f16 holds them all): x / s
+         * is exact. NaN/inf keep s = 1 and show. */
+        float s = 1.f;
+        int inv_e = 0;
+        if (mx > 0.f && isfinite(mx)) {
+            int e;
+            frexpf(mx, &e);
+            s = ldexpf(1.f, e);
+            inv_e = -e;
+        }
+        const float inv = ldexpf(1.f, inv_e);
         /* Unit u's halves and its segment's sum; every lane of a warp takes part (the
          * shuffles), lanes past the end with on = false. */
         auto split = [&](float4 t, int u, bool on) {
@@ -339,8 +283,26 @@ __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step,
             if (on && write_norm && sr.norm_out)
                 *reinterpret_cast<float4 *>(sr.norm_out + (size_t)r * p.k + 4 * (size_t)u) =
                     make_float4(v[0], v[1], v[2], v[3]);
-            store_split(v[0], v[1], v[2], v[3], inv, with_sums, on, (u & 3) == 0, xh + (size_t)(2 * r) * xpitch + 4 * u,
-                        xh + (size_t)(2 * r + 1) * xpitch + 4 * u, sums + (size_t)r * p.nseg + u / 4);
+            /* Converted in pairs, kept in registers (an array cast to a wider type would
+             * live in local memory). */
+            const float f0 = v[0] * inv, f1 = v[1] * inv, f2 = v[2] * inv, f3 = v[3] * inv;
+            const __half2 h01 = __floats2half2_rn(f0, f1), h23 = __floats2half2_rn(f2, f3);
+            const float2 b01 = __half22float2(h01), b23 = __half22float2(h23);
+            const __half2 l01 = __floats2half2_rn(f0 - b01.x, f1 - b01.y);
+            const __half2 l23 = __floats2half2_rn(f2 - b23.x, f3 - b23.y);
+            float sum = 0.f;
+            if (with_sums) {
+                sum = f0 + f1 + f2 + f3;
+                sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+                sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            }
+            if (on) {
+                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r) * xpitch + 4 * u) =
+                    make_uint2(*reinterpret_cast<const uint32_t *>(&h01), *reinterpret_cast<const uint32_t *>(&h23));
+                *reinterpret_cast<uint2 *>(xh + (size_t)(2 * r + 1) * xpitch + 4 * u) =
+                    make_uint2(*reinterpret_cast<const uint32_t *>(&l01), *reinterpret_cast<const uint32_t *>(&l23));
+                if (with_sums && (u & 3) == 0) sums[(size_t)r * p.nseg + u / 4] = sum;
+            }
         };
         const int iters = (nu + blockDim.x - 1) / blockDim.x;
 #pragma unroll
@@ -352,41 +314,6 @@ __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step,
         }
         if (threadIdx.x == 0) scale[r] = s;
     }
-}
-
-/* A warp's own preparation (own_kc): the input of its chunks kw, kw + wpg, ... (nl of kc
- * elements; local chunk i is chunk kw + i wpg) of rows 0 .. m-1, read where the copy engine
- * put the rows (sr.sx), into xw (row r's hi at array 2r, lo at 2r + 1, xpw halves apart),
- * its segment sums sw[r][nl kc / 16] and its scales scw[r], each row scaled by the largest
- * |value| of these chunks alone: no other warp is waited for. */
-__device__ void prepare_own(const params &p, const src_rows &sr, int kc, int kw, int wpg, int nl, __half *xw,
-                            int xpw, float *sw, float *scw, bool with_sums, int lane)
-{
-    const int upc = kc / 4, units = nl * upc, nchunk = p.k / kc, iters = (units + 31) / 32;
-    auto unit = [&](int f) { return (kw + f / upc * wpg) * upc + f % upc; }; /* its unit of the row */
-    auto live = [&](int f) { return f < units && kw + f / upc * wpg < nchunk; };
-    for (int r = 0; r < p.m; r++) {
-        float mx = 0.f;
-        for (int i = 0; i < iters; i++) {
-            const int f = lane + 32 * i;
-            if (live(f)) {
-                const float4 v = source4(p, sr, r, unit(f));
-                mx = fmaxf(fmaxf(mx, fmaxf(fabsf(v.x), fabsf(v.y))), fmaxf(fabsf(v.z), fabsf(v.w)));
-            }
-        }
-        for (int o = 16; o; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        float s, inv;
-        pow2_scale(mx, s, inv);
-        for (int i = 0; i < iters; i++) {
-            const int f = lane + 32 * i;
-            const bool on = live(f);
-            const float4 v = on ? source4(p, sr, r, unit(f)) : make_float4(0.f, 0.f, 0.f, 0.f);
-            store_split(v.x, v.y, v.z, v.w, inv, with_sums, on, (f & 3) == 0, xw + (size_t)(2 * r) * xpw + 4 * f,
-                        xw + (size_t)(2 * r + 1) * xpw + 4 * f, sw + (size_t)r * (units / 4) + f / 4);
-        }
-        if (lane == 0) scw[r] = s;
-    }
-    __syncwarp();
 }
 
 /* The preparation as its own kernel (large inputs): one block per input row. */
@@ -452,18 +379,6 @@ struct xview {
     const float *sums, *xscale;
     int xpitch;
 };
-__host__ __device__ size_t bulk_at(const params &p);
-/* Bytes of the sources' rows the copy engine brings (bulk_x): x, and x2 for SILU_MUL. */
-__host__ __device__ size_t bulk_src_bytes(const params &p) { return (size_t)p.bulk_x * (p.src == WK_QMV_SILU_MUL ? 2 : 1); }
-/* Thread 0 starts the copies of the sources' rows into shared address sx, counted on the
- * barrier bar (initialized before). */
-__device__ __forceinline__ void bulk_rows(const params &p, int64_t step, uint32_t sx, uint32_t bar)
-{
-    wkb::mbar_expect(bar, (uint32_t)bulk_src_bytes(p));
-    wkb::bulk_copy(sx, at(p.x, step), p.bulk_x, bar);
-    if (p.src == WK_QMV_SILU_MUL) wkb::bulk_copy(sx + p.bulk_x, at(p.x2, step), p.bulk_x, bar);
-}
-
 /* later: asynchronous copy groups committed after the RMSNorm weights' (0..2); r0: the
  * first input row this block multiplies (prepared in scratch when not 0); with_sums: the
  * weight's format reads the segment sums. */
@@ -476,24 +391,14 @@ __device__ __forceinline__ xview input_view(const params &p, uint8_t *xin, bool 
         __half *xs = reinterpret_cast<__half *>(xin);
         float *ss = reinterpret_cast<float *>(xin + (size_t)2 * p.m * v.xpitch * 2);
         float *sc = ss + (size_t)p.m * p.nseg;
-        /* bulk_x: the rows by the copy engine, whose requests do not queue behind the
-         * weight loads in flight as the threads' own loads do; a barrier after them counts
-         * their bytes. */
-        const uint32_t sx = p.bulk_x ? wkb::smem_addr(xin + bulk_at(p)) : 0, bar = sx + bulk_src_bytes(p);
-        if (p.bulk_x && threadIdx.x == 0) {
-            wkb::mbar_init(bar, 1);
-            wkb::mbar_init_fence();
-            bulk_rows(p, step, sx, bar);
-        }
         if (stage_norm) {
             if (later == 2) cp_wait<2>();
             else if (later == 1) cp_wait<1>();
             else cp_wait<0>();
+            __syncthreads();
         }
-        if (stage_norm || p.bulk_x) __syncthreads(); /* (the barrier initialized before its waits) */
-        if (p.bulk_x) wkb::mbar_wait(bar, 0);
         prepare_rows(p, stage_norm ? norm_ws : p.norm_w, step, 0, p.m, xs, v.xpitch, ss, sc,
-                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red, with_sums, sx);
+                     p.src == WK_QMV_RMSNORM && p.norm_out.base && blockIdx.x == 0, red, with_sums);
         __syncthreads();
         v.xh = xs, v.sums = ss, v.xscale = sc;
     } else {
@@ -531,7 +436,7 @@ __device__ __forceinline__ void finish(const out_desc &od, int m, float (&acc)[N
 #pragma unroll
     for (int j = 0; j < NX; j++) {
         const int row = 4 * j + t;
-        const float s = xscale ? xscale[min(row, m - 1)] : 1.f; /* (NULL: applied already) */
+        const float s = xscale[min(row, m - 1)];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             const int col = n0 + g + 8 * h;
@@ -563,25 +468,9 @@ __host__ __device__ size_t xin_norm_bytes(const params &p)
 {
     return p.src == WK_QMV_RMSNORM ? norm_at(p.m, p.k) + (size_t)p.k * 4 : xin_bytes(p.m, p.k);
 }
-/* Where the rows the copy engine brings (bulk_x) lie, and the barrier after them. */
-__host__ __device__ size_t bulk_at(const params &p) { return (xin_norm_bytes(p) + 15) / 16 * 16; }
-/* A warp's own preparation (own_kc): its chunks, the pitch of its hi/lo arrays in halves,
- * and the bytes of its region (arrays, segment sums, scales), which follow the rows the
- * copy engine brought and their barrier. */
-__host__ __device__ int own_chunks(const params &p) { return (p.k / p.own_kc + p.wpg - 1) / p.wpg; }
-__host__ __device__ int own_pitch(const params &p) { return own_chunks(p) * p.own_kc + SEG; }
-__host__ __device__ size_t own_bytes(const params &p)
+/* The shared memory a block's input takes: prepared inside, copied from scratch, or none. */
+size_t x_smem_bytes(const params &p)
 {
-    return ((size_t)2 * p.m * own_pitch(p) * 2 + (size_t)p.m * own_chunks(p) * (p.own_kc / SEG) * 4 + MAX_ROWS * 4 +
-            15) / 16 * 16;
-}
-__host__ __device__ size_t own_at(const params &p) { return bulk_src_bytes(p) + 16; }
-/* The shared memory a block of nw warps takes for its input: prepared inside (and its rows
- * brought in; by each warp), copied from scratch, or none. */
-size_t x_smem_bytes(const params &p, int nw)
-{
-    if (p.inline_x && p.own_kc) return own_at(p) + (size_t)nw * own_bytes(p);
-    if (p.inline_x && p.bulk_x) return bulk_at(p) + bulk_src_bytes(p) + 16;
     return p.inline_x ? xin_norm_bytes(p) : p.copy_rows ? xin_bytes(p.copy_rows, p.k) : 0;
 }
 
@@ -849,17 +738,6 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     uint8_t *xin = smem + red_bytes(nw, NX);
     float *norm_ws = reinterpret_cast<float *>(xin + norm_at(p.m, p.k));
     const bool stage_norm = stage_norm_weights(p, norm_ws);
-    /* Each warp's own preparation: the barrier that counts the rows the copy engine brings
-     * is made while every warp starts anyway, so that none waits for the block later. */
-    const bool own = XS && p.own_kc != 0;
-    const uint32_t own_sx = wkb::smem_addr(xin), own_bar = own_sx + (uint32_t)bulk_src_bytes(p);
-    if (own) {
-        if (threadIdx.x == 0) {
-            wkb::mbar_init(own_bar, 1);
-            wkb::mbar_init_fence();
-        }
-        __syncthreads();
-    }
 
     /* The first D chunks' loads go out before the wait (nothing earlier writes weights). */
     int c = live > 0 ? kw : nchunk;
@@ -880,23 +758,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     float *add = od.add.base ? (float *)at(od.add, step) + (size_t)r0 * od.n : NULL;
     const float *from = p.add_from ? p.add_from + (size_t)r0 * od.n : add;
     prefetch_residual<NX>(od, add, from, mh, live > 0 && kw == 0, n0, g, t);
-    /* own: this warp's region of the input (after the rows brought in). */
-    uint8_t *xsh = own ? xin + own_at(p) + (size_t)warp * own_bytes(p) : xin;
-    const int nl = own ? own_chunks(p) : 0;
-    xview xv;
-    if (own) {
-        if (threadIdx.x == 0) bulk_rows(p, step, own_sx, own_bar);
-        xv.xpitch = own_pitch(p);
-        xv.xh = NULL, xv.sums = NULL, xv.xscale = NULL;
-        wkb::mbar_wait(own_bar, 0);
-        if (live > 0)
-            prepare_own(p, resolve(p, step, own_sx), P::KC, kw, wpg, nl, reinterpret_cast<__half *>(xsh),
-                        xv.xpitch, reinterpret_cast<float *>(xsh + (size_t)4 * mh * xv.xpitch),
-                        reinterpret_cast<float *>(xsh + (size_t)4 * mh * xv.xpitch) + (size_t)mh * nl * P::NS,
-                        P::ADD, lane);
-    } else {
-        xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red, r0, P::ADD);
-    }
+    const xview xv = input_view(p, xin, stage_norm, norm_ws, 0, step, red, r0, P::ADD);
     WK_TRACE_MARK(2);
 
     if (XS && !p.inline_x) { /* copy_rows: the scratch's halves and sums, 16 bytes a copy */
@@ -913,23 +775,21 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
     /* XS (the input prepared in this block): pointers derived from the shared array alone,
      * so the loads are LDS. Generic loads of shared memory go down the global loads' path
      * and return behind the weight loads issued before them, a DRAM latency a chunk. */
-    const __half *xh = XS ? reinterpret_cast<const __half *>(xsh) : xv.xh;
-    const float *xsums = XS ? reinterpret_cast<const float *>(xsh + (size_t)2 * mh * xv.xpitch * 2) : xv.sums;
-    const int nseg = own ? nl * P::NS : p.nseg; /* segments a row of the input read here */
+    const __half *xh = XS ? reinterpret_cast<const __half *>(xin) : xv.xh;
+    const float *xsums = XS ? reinterpret_cast<const float *>(xin + (size_t)2 * mh * xv.xpitch * 2) : xv.sums;
     /* mma j takes input rows 4j .. 4j + 3: lane g supplies B column g, row 4j + g / 2's hi
      * or lo (array 8j + g), and adds row 4j + t's sums; arrays past the slice's rows are
      * not read (their products are zero, their outputs not stored). One base pointer each
      * and a stride, so that 16 rows take no more registers than 4. */
     const __half *xb = xh + (size_t)g * xv.xpitch + x_lane<P>() * t;
-    const float *xsum = xsums + (size_t)t * nseg;
-    const int xstride = 8 * xv.xpitch, sstride = 4 * nseg;
+    const float *xsum = xsums + (size_t)t * p.nseg;
+    const int xstride = 8 * xv.xpitch, sstride = 4 * p.nseg;
 
     float acc[NX][4];
 #pragma unroll
     for (int j = 0; j < NX; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-    /* xc: the chunk's place in the input read here (own: this warp's chunks alone). */
-    auto chunk = [&](const typename P::frag &fr, int xc) {
+    auto chunk = [&](const typename P::frag &fr, int cc) {
 #pragma unroll
         for (int b = 0; b < P::NS / P::SG; b++) { /* the steps that share a scale */
             float tmp[NX][4], xs[NX];
@@ -937,13 +797,13 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
             for (int j = 0; j < NX; j++) tmp[j][0] = tmp[j][1] = tmp[j][2] = tmp[j][3] = xs[j] = 0.f;
 #pragma unroll
             for (int h = 0; h < P::SG; h++) {
-                const int s = P::SG * b + h, seg = P::NS * xc + s;
+                const int s = P::SG * b + h, seg = P::NS * cc + s;
                 uint32_t a0, a1, a2, a3;
                 P::step(fr, s, a0, a1, a2, a3);
 #pragma unroll
                 for (int j = 0; j < NX; j++) { /* one decoded step, NX mmas */
                     const uint2 bx = 8 * j + g < m2
-                                         ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * xc + x_step<P>(s))
+                                         ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + x_step<P>(s))
                                          : make_uint2(0, 0);
                     mma16816(tmp[j], a0, a1, a2, a3, bx.x, bx.y);
                     if (P::ADD && 4 * j + t < mh) xs[j] += xsum[j * sstride + seg];
@@ -965,25 +825,17 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
         }
     };
     /* Slot d holds chunk c + d wpg; once multiplied it is refilled D chunks ahead. */
-    for (int lc = 0; c < nchunk; c += D * wpg, lc += D) {
+    for (; c < nchunk; c += D * wpg) {
 #pragma unroll
         for (int d = 0; d < D; d++) {
             const int cc = c + d * wpg;
             if (cc >= nchunk) break;
-            chunk(f[d], own ? lc + d : cc);
+            chunk(f[d], cc);
             if (cc + D * wpg < nchunk) load(cc + D * wpg, f[d]);
         }
     }
 
     WK_TRACE_MARK(3);
-    if (own && live > 0) { /* this warp's scales, before the warps' parts are added */
-        const float *scw = xsums + (size_t)mh * nseg;
-#pragma unroll
-        for (int j = 0; j < NX; j++) {
-            const float sj = scw[min(4 * j + t, mh - 1)];
-            acc[j][0] *= sj, acc[j][1] *= sj, acc[j][2] *= sj, acc[j][3] *= sj;
-        }
-    }
     finish<NX>(od, mh, acc, red, warp, kw, wpg, lane, live, y, add, from, xv.xscale, n0, rcos, rsin);
     WK_TRACE_MARK(4);
     WK_TRACE_END();
@@ -1024,8 +876,6 @@ int groups_per_block(int64_t groups, int wpg, int sms, int bw = MAX_WARPS)
     return rg;
 }
 
-long block_room(int minb);
-
 /* Launch kernel K over the row groups: nchunk chunks a row group, stage_per_warp bytes of
  * staging a warp, at most minb blocks of bw warps per SM by its registers, slices of input
  * rows along y, red_sets accumulator sets a warp to add up. */
@@ -1049,15 +899,7 @@ wk_status launch_geom(wk_cuda_ctx *c, params &p, int sms, int nchunk, size_t sta
             p.out[i].g0 = blocks;
             blocks += ((p.out[i].n + 15) / 16 + rg - 1) / rg;
         }
-        p.wpg = wpg;
-        smem = stage_per_warp * nw + red_bytes(nw, red_sets) + x_smem_bytes(p, nw);
-        /* The input's rows brought in, or each warp's own preparation, only where they leave
-         * the SM its blocks. */
-        if ((p.own_kc || p.bulk_x) && (long)smem > block_room(minb)) {
-            if (p.own_kc) p.own_kc = 0;
-            else p.bulk_x = 0;
-            continue;
-        }
+        smem = stage_per_warp * nw + red_bytes(nw, red_sets) + x_smem_bytes(p);
         if (smem > MAX_BLOCK_SMEM)
             return wk_fail(WK_ERR_INVALID, "CUDA matrix-vector kernel: %zu bytes of shared memory "
                                            "(k = %d too large)", smem, p.k);
@@ -1163,20 +1005,6 @@ bool inline_one_allowed()
     static const long v = wk_env_long("WICK_CUDA_QMV_INLINE_ONE", 1);
     return v != 0;
 }
-/* Whether an input prepared in the packed kernel's blocks is brought into shared memory by
- * the copy engine (params.bulk_x; WICK_CUDA_QMV_BULK_X=0: the threads load it; read once). */
-bool bulk_input()
-{
-    static const long v = wk_env_long("WICK_CUDA_QMV_BULK_X", 1);
-    return v != 0;
-}
-/* Whether each warp of the packed kernel prepares its own chunks' input where it can
- * (params.own_kc; WICK_CUDA_QMV_OWN=0: the block prepares it together; read once). */
-bool own_input()
-{
-    static const long v = wk_env_long("WICK_CUDA_QMV_OWN", 1);
-    return v != 0;
-}
 /* Formats that take more than 8 input rows in slices of 12 or 16, one decoded step for three
  * or four mmas: the 32-element formats without an additive term, and Q6_K from 32 rows. At
  * 16 rows Q4_1 and Q5_1 spilled, and Q4_K and Q6_K fit only at one block an SM (255
@@ -1200,10 +1028,6 @@ wk_status launch_packed_at(wk_cuda_ctx *c, params &p, int sms, int nchunk)
     constexpr int minb = packed_minb<P>(NX);
     const int slices = (p.m + 4 * NX - 1) / (4 * NX);
     const int bw = ONE ? MAX_WARPS * minb : MAX_WARPS;
-    /* An input prepared inside reads its rows where the copy engine put them, when they fit
-     * beside the rest. */
-    p.bulk_x = p.inline_x && bulk_input() ? p.m * p.k * (p.x_f16 ? 2 : 4) : 0;
-    p.own_kc = p.bulk_x && XS && p.src != WK_QMV_RMSNORM && own_input() ? P::KC : 0;
     return launch_geom<qmv_packed_kernel<P, NX, minb, packed_depth<P>(NX), XS, ONE>>(
         c, p, sms, nchunk, 0, ONE ? 1 : minb, slices, NX, bw);
 }
