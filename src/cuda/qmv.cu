@@ -225,7 +225,9 @@ __device__ __forceinline__ float4 source4(const params &p, const src_rows &sr, i
  * times the row's factor then bounds the values, which is all the scale needs), then the
  * split; the first KEEP units of a thread stay in registers between them.
  * write_norm: also store the RMSNorm's result; with_sums: the segment sums, which only the
- * formats with an additive term read. The block size is a multiple of 32. */
+ * formats with an additive term read. The block size is a multiple of 32. (The rows brought
+ * into shared memory by the copy engine, and each warp preparing its own chunks' input with
+ * no block barrier, were slower at one row: docs/cuda.md, session 41.) */
 __device__ void prepare_rows(const params &p, const float *norm_w, int64_t step, int r0, int r1, __half *xh,
                              int xpitch, float *sums,
                              float *scale, bool write_norm, float *red, bool with_sums)
