@@ -674,9 +674,6 @@ __global__ void __launch_bounds__(256, MINB) qmv_kernel(params p)
     WK_TRACE_END();
 }
 
-/* F16 weights, read in their rows by the packed kernel. */
-template <class P> __host__ __device__ constexpr bool rows_format() { return std::is_same<P, wkp::f16_rows>::value; }
-
 /* The packed kernel's register bound as blocks of 8 warps per SM: 3 (80 registers) for
  * 1-4 input rows of the 32-element formats, 1 (255) for a K format's three or four mmas a
  * step (Q6_K's slices, below), else 2 (128: a K format's chunk is four times as large;
@@ -700,14 +697,7 @@ template <class P> constexpr bool deep_at_two_mmas()
 template <class P> constexpr int packed_minb(int nx) { return nx > 2 && P::KC != 64 ? 1 : nx > 1 || P::KC != 64 ? 2 : 3; }
 template <class P> constexpr int packed_depth(int nx)
 {
-    return P::KC == 64 && !rows_format<P>() && (nx == 1 || (nx == 2 && deep_at_two_mmas<P>())) ? 3 : 2;
-}
-/* Where lane quad t reads its 4 inputs of step s in a chunk: 16 s + 4 t for the packed
- * formats, F16 rows' order for them (qpack.cuh). */
-template <class P> __host__ __device__ constexpr int x_lane() { return rows_format<P>() ? 8 : 4; }
-template <class P> __device__ __forceinline__ int x_step(int s)
-{
-    return rows_format<P>() ? 32 * (s >> 1) + 4 * (s & 1) : 16 * s;
+    return P::KC == 64 && !P::ROWS && (nx == 1 || (nx == 2 && deep_at_two_mmas<P>())) ? 3 : 2;
 }
 
 /* The same products over a weight in the packed layout (qpack.cuh): no staging; each
@@ -720,7 +710,7 @@ template <class P, int NX, int MINB, int D, bool XS, bool ONE>
 __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_packed_kernel(params p)
 {
     WK_TRACE_BEGIN(qmv_ring, p.trace_slot, 1)
-    constexpr bool ROWS = rows_format<P>();
+    constexpr bool ROWS = P::ROWS;
     extern __shared__ __align__(16) uint8_t smem[];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -783,7 +773,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
      * or lo (array 8j + g), and adds row 4j + t's sums; arrays past the slice's rows are
      * not read (their products are zero, their outputs not stored). One base pointer each
      * and a stride, so that 16 rows take no more registers than 4. */
-    const __half *xb = xh + (size_t)g * xv.xpitch + x_lane<P>() * t;
+    const __half *xb = xh + (size_t)g * xv.xpitch + P::X_LANE * t;
     const float *xsum = xsums + (size_t)t * p.nseg;
     const int xstride = 8 * xv.xpitch, sstride = 4 * p.nseg;
 
@@ -805,7 +795,7 @@ __global__ void __launch_bounds__(ONE ? 256 * MINB : 256, ONE ? 1 : MINB) qmv_pa
 #pragma unroll
                 for (int j = 0; j < NX; j++) { /* one decoded step, NX mmas */
                     const uint2 bx = 8 * j + g < m2
-                                         ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + x_step<P>(s))
+                                         ? *reinterpret_cast<const uint2 *>(xb + j * xstride + P::KC * cc + P::x_at(s))
                                          : make_uint2(0, 0);
                     mma16816(tmp[j], a0, a1, a2, a3, bx.x, bx.y);
                     if (P::ADD && 4 * j + t < mh) xs[j] += xsum[j * sstride + seg];

@@ -149,11 +149,20 @@ __device__ __forceinline__ int lane_of(int rr, int e) { return 4 * (rr & 7) + ((
 __device__ __forceinline__ int nib_word_at(int lane, int s) { return 512 * (s >> 2) + 16 * lane + 4 * (s & 3); }
 __device__ __forceinline__ uint32_t rd32(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
 
+/* Where lane quad t finds its 4 inputs of step s in a chunk (the k order above): element
+ * x_at(s) + X_LANE t. Every packed format reads its chunk this way; F16 rows (below) have
+ * their own order. ROWS: the format is read from a weight's rows, not from packed chunks. */
+struct packed_order {
+    static constexpr bool ROWS = false;
+    static constexpr int X_LANE = 4;
+    __host__ __device__ static constexpr int x_at(int s) { return 16 * s; }
+};
+
 /* ---- the 32-element formats: a chunk is 64 elements (two blocks a row, 4 steps) ----
  * BITS 4, 5 or 8; HAS_MIN: the format has a minimum (w = d q + m); BIAS: subtracted from
  * the stored code (Q4_0: 8, Q5_0: 16, Q8_0: 128, else 0); GB: bytes of a GGUF block; the
  * GGUF block's fields: minimum at 2, fifth bits at QH_AT, codes at QS_AT. */
-template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> struct blk32 {
+template <int BITS_, bool ADD_, int BIAS_, int GB_, int QH_AT_, int QS_AT_> struct blk32 : packed_order {
     static constexpr int BITS = BITS_, BIAS = BIAS_, GB = GB_, QH_AT = QH_AT_, QS_AT = QS_AT_;
     static constexpr bool ADD = ADD_;
     static constexpr int KC = 64, NS = 4, SG = 2; /* elements, steps, steps a scale */
@@ -239,8 +248,11 @@ using q8_0 = blk32<8, false, 128, 34, 0, 2>;
  * loads 16 contiguous bytes at 16 t and at 64 + 16 t of rows g and g + 8 (each warp load
  * covers whole 64-byte stretches of 8 rows), so that in step s it holds elements
  * 32 (s / 2) + 8 t + 4 (s % 2) .. + 3 of both rows: its A operand as it is, nothing to
- * decode, a scale of 1. The input is read in the same order (x_step, x_lane). ---- */
+ * decode, a scale of 1. The input is read in the same order (x_at, X_LANE). ---- */
 struct f16_rows {
+    static constexpr bool ROWS = true;
+    static constexpr int X_LANE = 8;
+    __host__ __device__ static constexpr int x_at(int s) { return 32 * (s >> 1) + 4 * (s & 1); }
     static constexpr bool ADD = false;
     static constexpr int KC = 64, NS = 4, SG = 4;
     static constexpr int CB = 128; /* bytes of a chunk's row */
@@ -318,7 +330,7 @@ template <int LOW, int HIGH, int HI> struct kcodes {
 };
 
 /* What every K format shares: its chunk's size and steps, and its codes C (code_at). */
-template <class C_, bool ADD_, int SG_, int GB_> struct kformat {
+template <class C_, bool ADD_, int SG_, int GB_> struct kformat : packed_order {
     using C = C_;
     static constexpr bool ADD = ADD_;
     static constexpr int KC = 256, NS = 16, SG = SG_, GB = GB_, CB = 16 * GB;
