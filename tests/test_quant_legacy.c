@@ -10,28 +10,10 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "rng.h"
 #include "core/half.h"
 #include "quant/blocks.h"
 #include "wick.h"
-
-/* ---- deterministic N(0,1) ------------------------------------------------------------ */
-
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(void) { return ((double)(rng_next() >> 11) + 0.5) * 0x1p-53; }
-
-static double rng_normal(void)
-{
-    return sqrt(-2.0 * log(rng_uniform())) * cos(6.283185307179586 * rng_uniform());
-}
 
 static void fill_normal(float *x, int64_t n)
 {
