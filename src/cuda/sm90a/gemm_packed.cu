@@ -6,9 +6,12 @@
  * a warpgroup takes 64 weight rows (each warp the 16 rows of one packed row group, whose
  * lane fragments are exactly the A registers of a 16 x 16 step) and BN input rows. A block
  * of WGS warpgroups walks k through a ring of ST shared-memory stages of CPS packed chunks
- * (KC elements each; 4 or 2 of the 64-element chunks, one of 256, or at 160-256 input rows
- * a part of one K chunk's x), each holding those chunks' weight bytes for the block's row
- * groups and the matching BN-row piece of x. One more warp only feeds the ring: its first
+ * (KC elements each; 4 or 2 of the 64-element chunks, or one of 256), each holding those
+ * chunks' weight bytes for the block's row groups and the matching BN-row piece of x. A K
+ * chunk's x too large for three such stages (128-256 input rows) goes in halves or
+ * quarters, a stage each, with the chunk's weights again, or (where that gives halves for
+ * quarters or more stages) in halves alone, the chunk's weights once, with its first half,
+ * into one of two weight buffers beside the ring. One more warp only feeds the ring: its first
  * lane has the copy engine (cp.async.bulk) bring each stage in a few whole copies,
  * counted on the stage's "full" mbarrier, as soon as every consumer warp has signalled
  * "empty" on it; the consumers never wait for one another. x is converted to f16 first
@@ -138,12 +141,14 @@ __global__ void permute_x(const T *__restrict__ x, int m, int k, int64_t segs, _
     *reinterpret_cast<uint4 *>(img + (((q + 1) ^ (r & 7)) << 4)) = o[1];
 }
 
-/* The ring's geometry for stages of `cps` packed chunks, or of a `xp`-th of one chunk's x
- * (with the whole chunk's weights). */
+/* The ring's geometry for stages of `cps` packed chunks (x and weights), or of a `xp`-th of
+ * one chunk's x alone, the chunk's weights then in one of WB buffers of their own. */
 template <class P, int BN, int WGS> struct stage_geom {
     static constexpr int GROUPS = 4 * WGS;
-    static constexpr int XC = BN * P::KC * 2; /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
-    static constexpr int sb(int cps, int xp) { return (cps * (XC / xp + GROUPS * P::CB) + 1023) / 1024 * 1024; }
+    static constexpr int XC = BN * P::KC * 2;   /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
+    static constexpr int WCH = GROUPS * P::CB;  /* a chunk's weight bytes for the block's row groups */
+    static constexpr int min3(int a, int b, int c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
+    static constexpr int sb(int cps, int xp) { return (cps * (XC / xp + WCH) + 1023) / 1024 * 1024; }
     static constexpr int st(int cps, int xp)
     {
         return (SMEM_LIMIT - 1024) / sb(cps, xp) < MAX_STAGES ? (SMEM_LIMIT - 1024) / sb(cps, xp) : MAX_STAGES;
@@ -153,10 +158,24 @@ template <class P, int BN, int WGS> struct stage_geom {
      * (H200, 8192 x 4096, one chunk a stage: m = 64 took 29.7 us for every 64-element
      * format, 18.1-19.7 for the 256-element K formats). */
     static constexpr int CPS = P::KC >= 256 ? 1 : st(4, 1) >= 3 ? 4 : st(2, 1) >= 3 ? 2 : 1;
-    /* Pieces of a chunk's x a stage takes: a K format's chunk of 256 elements at 256 input
-     * rows is 128 KiB of x, one stage; halves or quarters give three or more (each stage
-     * also holds the chunk's weights, copied again: they are a small part of its bytes). */
-    static constexpr int XP = st(1, 1) >= 3 ? 1 : st(1, 2) >= 3 ? 2 : 4;
+    /* Pieces of a chunk's x a stage takes: a K format's chunk of 256 elements at 128-256
+     * input rows is 64-128 KiB of x, too much for three stages. Its stages then take
+     * halves or quarters of it, each with the chunk's weights again (XP), or (SPLIT) the
+     * weights go once a chunk, with its first piece, to one of WB buffers of their own.
+     * All the first ST stages are filled before any is used, and later a stage is refilled
+     * once every consumer has finished the stage after the one it held, so a buffer is
+     * refilled only after its chunk's first piece was read when ST <= WB XP. */
+    static constexpr int WB = 2;
+    static constexpr int WBYTES = (WB * WCH + 1023) / 1024 * 1024;
+    static constexpr int sbx(int xp) { return (XC / xp + 1023) / 1024 * 1024; }
+    static constexpr int stx(int xp) { return min3((SMEM_LIMIT - 1024 - WBYTES) / sbx(xp), MAX_STAGES, WB * xp); }
+    static constexpr int XP_OWN = st(1, 1) >= 3 ? 1 : st(1, 2) >= 3 ? 2 : 4;
+    /* Split where that takes halves of a chunk the stages with weights would take in
+     * quarters, or more stages of halves (H100, 8192 x 4096, us: Q6_K m = 256 41.0 ->
+     * 38.9, Q4_K m = 192 31.5 -> 25.4, Q5_K 33.5 -> 27.7; Q4_K m = 256, three stages of
+     * halves either way, 34.1 against 35.2 split; docs/cuda.md, session 43). */
+    static constexpr bool SPLIT = XP_OWN > 1 && stx(2) >= 3 && (XP_OWN == 4 || stx(2) > st(1, 2));
+    static constexpr int XP = SPLIT ? 2 : XP_OWN;
 };
 
 template <class P, int BN, int WGS> struct tile {
@@ -164,16 +183,27 @@ template <class P, int BN, int WGS> struct tile {
     using G = stage_geom<P, BN, WGS>;
     static constexpr int CPS = G::CPS;                /* chunks a stage */
     static constexpr int XP = CPS == 1 ? G::XP : 1;   /* stages a chunk */
+    static constexpr bool SPLIT = CPS == 1 && G::SPLIT; /* weights in buffers of their own */
     static constexpr int XC = G::XC;               /* x bytes of a chunk */
     static constexpr int XB = CPS * XC / XP;       /* x bytes of a stage */
-    static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage */
+    static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage (or buffer) */
     static constexpr int SPS = CPS * P::NS / XP;   /* steps a stage */
-    static constexpr int SB = G::sb(CPS, XP);
-    static constexpr int ST = G::st(CPS, XP);
-    static constexpr int SMEM = ST * SB + 1024; /* + alignment of the dynamic base to 1024 */
+    static constexpr int SB = SPLIT ? G::sbx(XP) : G::sb(CPS, XP);
+    static constexpr int ST = SPLIT ? G::stx(XP) : G::st(CPS, XP);
+    static constexpr int WB = SPLIT ? G::WB : 0;   /* weight buffers, after the stages */
+    static constexpr int SMEM = ST * SB + (SPLIT ? G::WBYTES : 0) + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
+    static_assert(!SPLIT || ST <= WB * XP, "a weight buffer is refilled only after its chunk's first piece was read");
+    static_assert(SMEM + 128 <= 227 * 1024, "the stages fit the shared memory of a block");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
     static_assert(P::NS % (4 * XP) == 0, "a piece of a chunk's x is whole slabs of 64 elements");
+    /* Where row group gi's weights lie in stage b, or (split chunks) in weight buffer b. */
+    __host__ __device__ static constexpr int w_in(int b, int gi)
+    {
+        return SPLIT ? ST * SB + b * G::WCH + gi * WC : b * SB + XB + gi * WC;
+    }
+    /* The buffer holding stage sg's weights (its first chunk c0's). */
+    __host__ __device__ static constexpr int w_buf(int sg, int c0) { return SPLIT ? c0 % G::WB : sg % ST; }
     /* wgmma steps in flight: up to `most`, no more than a stage has. */
     __host__ __device__ static constexpr int inflight(int most) { return most < SPS ? most : SPS; }
     /* Stages over k, and stage sg's first chunk c0, its chunks cc and which piece of their
@@ -209,7 +239,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     using T = tile<P, BN, WGS>;
-    constexpr int ST = T::ST, SB = T::SB, XB = T::XB, XC = T::XC, WC = T::WC, XP = T::XP;
+    constexpr int ST = T::ST, SB = T::SB, XC = T::XC, WC = T::WC, XP = T::XP;
     /* wgmma steps in flight (H200, 8192 x 4096, against 4: 6 for the 64-element chunks,
      * Q4_0 m = 64 17.7 -> 16.7 us, 256 32.5 -> 31.4, 8 no faster there; 8 for the K
      * formats, Q6_K m = 256 49.7 -> 49.0, Q4_K m = 64 17.3 -> 16.7). */
@@ -229,11 +259,12 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     const int glive = min(T::GROUPS, ngroups - g0);
     __shared__ __align__(8) uint64_t full[ST], empty[ST];
 
-    /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0). */
+    /* Row groups past n are never copied: their bytes stay zero (scale 0, weights 0), in
+     * every stage or weight buffer. */
     if (glive < T::GROUPS && tid < T::THREADS)
-        for (int i = tid; i < ST * (T::GROUPS - glive) * WC / 16; i += T::THREADS) {
+        for (int i = tid; i < (T::SPLIT ? T::WB : ST) * (T::GROUPS - glive) * WC / 16; i += T::THREADS) {
             const int per = (T::GROUPS - glive) * WC / 16, b = i / per;
-            *reinterpret_cast<uint4 *>(smem + b * SB + XB + glive * WC + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4 *>(smem + T::w_in(b, glive) + 16 * (i % per)) = make_uint4(0, 0, 0, 0);
         }
     if (tid == 0) {
         for (int b = 0; b < ST; b++) {
@@ -247,7 +278,8 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
     /* The producer warp's first lane: stage s (chunks s CPS .., or piece s % XP of chunk
      * s / XP) into buffer s % ST, once every consumer warp has let go of stage s - ST (they
      * do at the end of the stage after it): x's piece in one copy, each live row group's
-     * chunks in one (a row group's chunks lie one after another). */
+     * chunks in one (a row group's chunks lie one after another); with split chunks, the
+     * weights only with a chunk's first piece, into weight buffer (s / XP) % WB. */
     if (warp == 4 * WGS) {
         if (lane == 0) {
             /* Stage sg in buffer sg % ST: the bytes its "full" barrier expects, its piece of
@@ -255,7 +287,8 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
             auto expect = [&](int sg) {
                 int c0, cc, piece;
                 T::stage_chunks(sg, nchunk, c0, cc, piece);
-                mbar_expect(smem_addr(&full[sg % ST]), (uint32_t)(cc * XC / XP + glive * cc * P::CB));
+                const int wbytes = !T::SPLIT || piece == 0 ? glive * cc * P::CB : 0;
+                mbar_expect(smem_addr(&full[sg % ST]), (uint32_t)(cc * XC / XP + wbytes));
             };
             auto copy_x = [&](int sg) {
                 int c0, cc, piece;
@@ -266,8 +299,9 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
             auto copy_w = [&](int sg) {
                 int c0, cc, piece;
                 T::stage_chunks(sg, nchunk, c0, cc, piece);
+                if (T::SPLIT && piece != 0) return;
                 for (int gi = 0; gi < glive; gi++)
-                    bulk_copy(sbase + (uint32_t)(sg % ST * SB + XB + gi * WC),
+                    bulk_copy(sbase + (uint32_t)T::w_in(T::w_buf(sg, c0), gi),
                               w + ((size_t)(g0 + gi) * nchunk + c0) * P::CB, cc * P::CB, smem_addr(&full[sg % ST]));
             };
             /* The first ST stages' weights go out before the wait for x's conversion
@@ -289,17 +323,20 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) acc[i] = 0.f;
 
+    typename P::frag kept; /* split chunks: loaded at a chunk's first piece, kept for the others */
     for (int sg = 0; sg < nstage; sg++) {
         const int b = sg % ST;
         int c0, cc, piece;
         T::stage_chunks(sg, nchunk, c0, cc, piece);
         mbar_wait(smem_addr(&full[b]), (uint32_t)((sg / ST) & 1));
 
-        const uint8_t *st = smem + b * SB;
 #pragma unroll 1
         for (int j = 0; j < cc; j++) {
-            typename P::frag f;
-            P::template load<wkp::from_shared>(st + XB + warp * WC + j * P::CB, lane, f);
+            typename P::frag own;
+            if (!T::SPLIT || piece == 0)
+                P::template load<wkp::from_shared>(smem + T::w_in(T::SPLIT ? c0 % T::WB : b, warp) + j * P::CB, lane,
+                                                  T::SPLIT ? kept : own);
+            const typename P::frag &f = T::SPLIT ? kept : own;
             /* The steps of this stage's piece of the chunk, chosen once (a compile-time
              * range each): a run-time test at every step cost the K formats' pieces. */
             for_piece<0, XP>(piece, [&](auto pc) {
@@ -406,9 +443,18 @@ template <class T> double waves(int64_t n, int64_t m, int sms)
 struct tile_pick {
     wk_status (*best)(wk_cuda_ctx *, const void *, int64_t, int64_t, const void *, wk_type, int64_t, float *) = nullptr;
     double cost = 0;
+    /* WICK_CUDA_WGMMA_BN=B (and WICK_CUDA_WGMMA_WGS=W, default 1): only the tile of B input
+     * rows and W warpgroups, where the format has it and it fills the GPU (measurements;
+     * read once). */
+    static bool forced_away(int bn, int wgs)
+    {
+        static const long bn_v = wk_env_long("WICK_CUDA_WGMMA_BN", 0), wgs_v = wk_env_long("WICK_CUDA_WGMMA_WGS", 1);
+        return bn_v != 0 && (bn_v != bn || wgs_v != wgs);
+    }
     template <class P, int BN, int WGS> void consider(double wave_us, int64_t n, int64_t m, int sms)
     {
         using T = tile<P, BN, WGS>;
+        if (forced_away(BN, WGS)) return;
         if (!fills_gpu<T>(n, m)) return;
         const double t = wave_us * waves<T>(n, m, sms);
         if (!best || t < cost) best = run<P, BN, WGS>, cost = t;
@@ -485,6 +531,14 @@ extern "C" wk_status wk_cuda_gemm_packed(wk_cuda_ctx *c, wk_type t, const void *
             pick.consider<P, 224, 1>(30.0, n, m, sms);
             pick.consider<P, 256, 1>(31.5, n, m, sms);
         }
+        /* Two warpgroups of 64 weight rows x 128 input rows: the least x an SM takes in
+         * at 129-256 rows, faster there than one warpgroup's 256 for these formats alone
+         * (H100, 8192 x 4096, m = 256, us: Q8_0 36.6 -> 33.9, Q2_K 35.3 -> 33.9, Q6_K 41.0
+         * -> 37.4; Q4_0 32.4 -> 33.7-34.1, Q5_K 37.3 -> 40.3; docs/cuda.md, session 43): their
+         * times a wave scaled from those measurements to the tables' above. */
+        if constexpr (std::is_same<P, wkp::q8_0>::value) pick.consider<P, 128, 2>(29.2, n, m, sms);
+        if constexpr (std::is_same<P, wkp::q2_K>::value) pick.consider<P, 128, 2>(37.8, n, m, sms);
+        if constexpr (std::is_same<P, wkp::q6_K>::value) pick.consider<P, 128, 2>(35.9, n, m, sms);
         if (pick.best) return pick.best(c, w, n, k, x, xtype, m, y);
         return run<P, 64, 1>(c, w, n, k, x, xtype, m, y);
     });
