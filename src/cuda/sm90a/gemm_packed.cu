@@ -334,7 +334,7 @@ __global__ void __launch_bounds__(128 * WGS + 32, 1)
         for (int j = 0; j < cc; j++) {
             typename P::frag own;
             if (!T::SPLIT || piece == 0)
-                P::template load<wkp::from_shared>(smem + T::w_in(T::SPLIT ? c0 % T::WB : b, warp) + j * P::CB, lane,
+                P::template load<wkp::from_shared>(smem + T::w_in(T::w_buf(sg, c0), warp) + j * P::CB, lane,
                                                   T::SPLIT ? kept : own);
             const typename P::frag &f = T::SPLIT ? kept : own;
             /* The steps of this stage's piece of the chunk, chosen once (a compile-time
