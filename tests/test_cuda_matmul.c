@@ -211,7 +211,7 @@ static void test_large_upload(wk_engine *e)
 
 /* Many rows on a weight with enough rows that the many-row packed kernel takes its wide
  * tiles (on the H200: 128, 160, 192, 224 or 256 input rows a tile, Q6_K also 96 with two
- * warpgroups), which the small weights above never reach: 100 rows (a tile of 128 for the
+ * warpgroups, Q8_0, Q2_K and Q6_K 128 with two), which the small weights above never reach: 100 rows (a tile of 128 for the
  * 32-element formats), partial tiles (139, 180 and 210 rows: 160, 192 and 224) and a
  * whole one (256), through the f16-rounded precision of that path. k = 704 gives the
  * 32-element formats 11 chunks of 64, which the kernel's stages of 4 or 2 chunks do not
