@@ -211,20 +211,16 @@ static void test_large_upload(wk_engine *e)
 
 /* Many rows on a weight with enough rows that the many-row packed kernel takes its wide
  * tiles (on the H200: 128, 160, 192, 224 or 256 input rows a tile, Q6_K also 96 with two
- * warpgroups, Q8_0, Q2_K and Q6_K 128 with two), which the small weights above never reach: 100 rows (a tile of 128 for the
- * 32-element formats), partial tiles (139, 180 and 210 rows: 160, 192 and 224) and a
+ * warpgroups, Q8_0, Q2_K and Q6_K 128 with two), which the small weights above never
+ * reach: 100 rows (a tile of 128 for the 32-element formats), partial tiles (139, 180 and 210 rows: 160, 192 and 224) and a
  * whole one (256), through the f16-rounded precision of that path. k = 704 gives the
  * 32-element formats 11 chunks of 64, which the kernel's stages of 4 or 2 chunks do not
  * divide (a short last stage). Some K formats' wide tiles (Q4_K and Q5_K at 192 rows,
  * Q6_K at 256) split a chunk's x over two stages and keep its weights in two buffers of
  * their own: k = 1280 (5 chunks) refills each buffer twice, and n = 6416 leaves the last
  * block one live row group of its four or eight (the others' weights zero). */
-static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t n, int64_t k)
+static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t n, int64_t k, const int64_t *rows, size_t nrows)
 {
-    const int64_t all[] = {100, 139, 180, 210, 256}, few[] = {139, 192, 256};
-    const bool long_k = k > 1024; /* the long weight at three row counts: its references cost */
-    const int64_t *rows = long_k ? few : all;
-    const size_t nrows = long_k ? sizeof few / sizeof few[0] : sizeof all / sizeof all[0];
     double *wref = NULL;
     wk_qmatmul *mm = fresh_quantized(e, t, n, k, &wref);
     if (mm) {
@@ -242,10 +238,12 @@ static void test_wide_tiles_k(wk_engine *e, wk_type t, int64_t n, int64_t k)
 }
 static void test_wide_tiles(wk_engine *e)
 {
+    const int64_t all[] = {100, 139, 180, 210, 256}, few[] = {139, 192, 256}; /* few: the long weight's references cost */
+    const size_t n_all = sizeof all / sizeof all[0], n_few = sizeof few / sizeof few[0];
     for (size_t i = 0; i < N_PACKABLE; i++) {
-        test_wide_tiles_k(e, packable[i], 6400, 512);
-        if (wk_traits(packable[i])->block_size == 32) test_wide_tiles_k(e, packable[i], 6400, 704);
-        else test_wide_tiles_k(e, packable[i], 6416, 1280);
+        test_wide_tiles_k(e, packable[i], 6400, 512, all, n_all);
+        if (wk_traits(packable[i])->block_size == 32) test_wide_tiles_k(e, packable[i], 6400, 704, all, n_all);
+        else test_wide_tiles_k(e, packable[i], 6416, 1280, few, n_few);
     }
 }
 
