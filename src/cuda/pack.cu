@@ -67,7 +67,7 @@ __global__ void pack_kernel(const uint8_t *__restrict__ src, int64_t groups, int
     for (int s = 0; s < 4; s++)
         for (int up = 0; up < 2; up++)
             for (int i = 0; i < 4; i++) {
-                const int e = 16 * s + 4 * t + i; /* element of the chunk row */
+                const int e = P::x_at(s) + P::X_LANE * t + i; /* element of the chunk row */
                 const uint32_t q = (uint32_t)gguf_code<P>(rows[up] + (e >> 5) * P::GB, e & 31);
                 if constexpr (P::BITS == 8) {
                     w[2 * s + up] |= q << (8 * i);
@@ -150,7 +150,7 @@ __global__ void dequant_packed_kernel(const uint8_t *__restrict__ w, int64_t gro
         for (int up = 0; up < 2; up++) {
             const float2 q01 = __half22float2(wkp::u2h(a[up])), q23 = __half22float2(wkp::u2h(a[2 + up]));
             const float sc = up ? d.y : d.x, ad = up ? mn.y : mn.x;
-            OT *o = y + (size_t)(16 * G + g + 8 * up) * k + (size_t)c * P::KC + 16 * s + 4 * t;
+            OT *o = y + (size_t)(16 * G + g + 8 * up) * k + (size_t)c * P::KC + P::x_at(s) + P::X_LANE * t;
             store4<OT>(o, __fadd_rn(__fmul_rn(sc, q01.x), ad), __fadd_rn(__fmul_rn(sc, q01.y), ad),
                        __fadd_rn(__fmul_rn(sc, q23.x), ad), __fadd_rn(__fmul_rn(sc, q23.y), ad));
         }
@@ -243,7 +243,7 @@ __global__ void pack_k_kernel(const uint8_t *__restrict__ src, int64_t groups, i
         for (int up = 0; up < 2; up++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const uint32_t q = (uint32_t)gguf_code_k<P>(rows[up], 16 * s + 4 * t + i);
+                const uint32_t q = (uint32_t)gguf_code_k<P>(rows[up], P::x_at(s) + P::X_LANE * t + i);
                 lo[C::lo_word(s)] |= (q & ((1u << C::LOW_BITS) - 1)) << C::lo_bit(s, i, up);
                 if constexpr (C::HIGH_WORDS > 0) hi[C::hi_word(s)] |= (q >> C::LOW_BITS) << C::hi_bit(s, i, up);
             }
