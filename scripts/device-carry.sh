@@ -12,7 +12,7 @@
 #     scripts/device-unpack.sh a && SKIP_BUILD=1 scripts/device-run.sh none $OUT tests,bench[,variants]
 #   call 2, carry [".devcarry/b"]:
 #     scripts/device-unpack.sh b && SKIP_BUILD=1 TESTS=test_cuda_model scripts/device-run.sh /root/model.gguf $OUT tests,gen
-# Usage: scripts/device-carry.sh REPO [MODEL]
+# Usage: [BINS_ONLY=1] scripts/device-carry.sh REPO [MODEL]
 set -euo pipefail
 repo=$1
 model=${2:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
@@ -22,6 +22,13 @@ cmake -S "$repo" -B "$repo/build-carry" -DCMAKE_BUILD_TYPE=Release -DWICK_CUDA=O
   -DCMAKE_CUDA_ARCHITECTURES="90-real" >/dev/null
 cmake --build "$repo/build-carry" -j"$(nproc)" --target wick_cli test_cuda_matmul test_cuda_qmv test_cuda_model test_cuda_attention test_cuda_ops test_kernels test_qmatmul \
   cuda_matmul_bench cuda_chain_bench >/dev/null
+# BINS_ONLY=1: the binaries alone, as $dest/bins.tar.xz (scripts/device-carry-ab.sh); a/ and
+# b/ stay as they were and no model is needed.
+if [ -n "${BINS_ONLY:-}" ]; then
+  mkdir -p "$dest"
+  tar -C "$repo/build-carry" -cf - $bins | xz -9 -T1 -c >"$dest/bins.tar.xz"
+  exit 0
+fi
 rm -rf "$dest/a" "$dest/b"
 mkdir -p "$dest/a" "$dest/b"
 tar -C "$repo/build-carry" -cf - $bins | xz -9 -T1 -c >"$dest/a/bins.tar.xz"
