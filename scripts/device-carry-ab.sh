@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a GPU machine's A/B of the matmul kernels (scripts/device-ab-matmul.sh): this tree's
-# binaries (scripts/device-carry.sh's build, no model) and BASE's cuda_matmul_bench (built in a worktree
-# of BASE under REPO/build-carry-base, kept between sessions), packed as REPO/.devcarry/ab/
-# (about 35 MB, one carry folder):
+# binaries (scripts/device-carry.sh's build, no model) and BASE's cuda_matmul_bench (built in
+# a worktree of BASE under REPO/build-carry-base, kept between sessions), packed as
+# REPO/.devcarry/ab/ (about 35 MB, one carry folder):
 #   bins.tar.xz             what device-carry.sh packs
 #   cuda_matmul_bench-base.xz
 # Then, carry [".devcarry/ab"]:
