@@ -147,12 +147,9 @@ template <class P, int BN, int WGS> struct stage_geom {
     static constexpr int GROUPS = 4 * WGS;
     static constexpr int XC = BN * P::KC * 2;   /* x bytes of a chunk: KC / 64 slabs of BN x 128 */
     static constexpr int WCH = GROUPS * P::CB;  /* a chunk's weight bytes for the block's row groups */
-    static constexpr int min3(int a, int b, int c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
+    static constexpr int lesser(int a, int b) { return a < b ? a : b; }
     static constexpr int sb(int cps, int xp) { return (cps * (XC / xp + WCH) + 1023) / 1024 * 1024; }
-    static constexpr int st(int cps, int xp)
-    {
-        return (SMEM_LIMIT - 1024) / sb(cps, xp) < MAX_STAGES ? (SMEM_LIMIT - 1024) / sb(cps, xp) : MAX_STAGES;
-    }
+    static constexpr int st(int cps, int xp) { return lesser((SMEM_LIMIT - 1024) / sb(cps, xp), MAX_STAGES); }
     /* Chunks a stage: every stage costs its copies (one for x, one a row group) whatever
      * their size, so the 64-element chunks go 4 or 2 to a stage while three stages fit
      * (H200, 8192 x 4096, one chunk a stage: m = 64 took 29.7 us for every 64-element
@@ -168,7 +165,10 @@ template <class P, int BN, int WGS> struct stage_geom {
     static constexpr int WB = 2;
     static constexpr int WBYTES = (WB * WCH + 1023) / 1024 * 1024;
     static constexpr int sbx(int xp) { return (XC / xp + 1023) / 1024 * 1024; }
-    static constexpr int stx(int xp) { return min3((SMEM_LIMIT - 1024 - WBYTES) / sbx(xp), MAX_STAGES, WB * xp); }
+    static constexpr int stx(int xp)
+    {
+        return lesser(lesser((SMEM_LIMIT - 1024 - WBYTES) / sbx(xp), MAX_STAGES), WB * xp);
+    }
     static constexpr int XP_OWN = st(1, 1) >= 3 ? 1 : st(1, 2) >= 3 ? 2 : 4;
     /* Split where that takes halves of a chunk the stages with weights would take in
      * quarters, or more stages of halves (H100, 8192 x 4096, us: Q6_K m = 256 41.0 ->
@@ -183,7 +183,7 @@ template <class P, int BN, int WGS> struct tile {
     using G = stage_geom<P, BN, WGS>;
     static constexpr int CPS = G::CPS;                /* chunks a stage */
     static constexpr int XP = CPS == 1 ? G::XP : 1;   /* stages a chunk */
-    static constexpr bool SPLIT = CPS == 1 && G::SPLIT; /* weights in buffers of their own */
+    static constexpr bool SPLIT = G::SPLIT;          /* weights in buffers of their own */
     static constexpr int XC = G::XC;               /* x bytes of a chunk */
     static constexpr int XB = CPS * XC / XP;       /* x bytes of a stage */
     static constexpr int WC = CPS * P::CB;         /* a row group's weight bytes of a stage (or buffer) */
@@ -194,6 +194,7 @@ template <class P, int BN, int WGS> struct tile {
     static constexpr int SMEM = ST * SB + (SPLIT ? G::WBYTES : 0) + 1024; /* + alignment of the dynamic base to 1024 */
     static_assert(ST >= 3 && ST <= MAX_STAGES, "at least three stages: one computed, one in flight, one being filled");
     static_assert(!SPLIT || ST <= WB * XP, "a weight buffer is refilled only after its chunk's first piece was read");
+    static_assert(!SPLIT || CPS == 1, "only a stage of one chunk splits it (a chunk too large for three stages)");
     static_assert(SMEM + 128 <= 227 * 1024, "the stages fit the shared memory of a block");
     static_assert(P::CB % 16 == 0 && P::NS >= 4, "chunks copy in 16-byte pieces; 4 steps in flight");
     static_assert(P::NS % (4 * XP) == 0, "a piece of a chunk's x is whole slabs of 64 elements");
