@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The quantized form's us per call from scripts/device-ab-matmul.sh's ab.txt: one row per type
-and m, one column per binary or setting (its rounds side by side), and the f16 form's
-(from the first column's runs)."""
+"""The quantized form's us per call from the variants part of scripts/device-run.sh
+(variants.txt): one row per type and m, one column per binary or setting (its rounds side by
+side), and the f16 form's (from the first column's runs)."""
 import collections
 import re
 import sys

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Prepare a GPU machine's A/B of the matmul kernels (scripts/device-ab-matmul.sh): this tree's
+# Prepare a GPU machine's A/B of the matmul kernels (device-run.sh's variants part): this tree's
 # binaries (scripts/device-carry.sh's build, no model) and BASE's cuda_matmul_bench (built in
 # a worktree of BASE under REPO/build-carry-base, kept between sessions), packed as
 # REPO/.devcarry/ab/ (about 35 MB, one carry folder):
 #   bins.tar.xz             what device-carry.sh packs
 #   cuda_matmul_bench-base.xz
 # Then, carry [".devcarry/ab"]:
-#   scripts/device-unpack.sh ab && scripts/device-ab-matmul.sh $OUT TYPES MS
+#   scripts/device-unpack.sh ab && VARIANT_TYPES=... VARIANT_MS=... [QMV_VARIANTS=...] \
+#     SKIP_BUILD=1 scripts/device-run.sh none $OUT variants
 # Usage: scripts/device-carry-ab.sh REPO BASE
 set -euo pipefail
 repo=$(cd "$1" && pwd)

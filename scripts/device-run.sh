@@ -18,9 +18,14 @@ has() { [[ ",$parts," == *",$1,"* ]]; }
 # VAR=value (QMV_VARIANTS="WICK_CUDA_QMV_ONE=0;WICK_CUDA_QMV_INLINE=0"): the tests part reruns
 # test_cuda_qmv under each, the variants part times them (genvariants: in decode).
 IFS=';' read -r -a VARIANTS <<<"${QMV_VARIANTS:-}"
-# Run a command with the defaults and under each variant, in two alternated rounds.
+# Run a command with the defaults and under each variant, in two alternated rounds; with
+# ALT_BASE set, that binary first in each round, with the command's arguments.
 alternated() {
   for r in 1 2; do
+    if [ -n "${ALT_BASE:-}" ]; then
+      echo "== round $r base"
+      "$ALT_BASE" "${@:2}" 2>&1
+    fi
     for cfg in "DEFAULTS=1" "${VARIANTS[@]}"; do
       echo "== round $r $cfg"
       env $cfg "$@" 2>&1
@@ -101,10 +106,14 @@ if has bench; then
 fi
 
 if has variants; then
-  # The matrix-vector kernel with its defaults and under each variant, alternated.
-  alternated $B/cuda_matmul_bench --types ${VARIANT_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m 1,2,4,8 |
+  # The matmul with its defaults and under each variant, alternated; first in each round the
+  # base commit's benchmark where scripts/device-carry-ab.sh brought it. The quantized
+  # form's times side by side: scripts/ab-table.py.
+  base=
+  [ -x $B/cuda_matmul_bench-base ] && base=$B/cuda_matmul_bench-base
+  ALT_BASE=$base alternated $B/cuda_matmul_bench --types ${VARIANT_TYPES:-q4_0,q8_0,q4_k,q6_k,q5_0} --m ${VARIANT_MS:-1,2,4,8} |
     grep -E "^== |^[a-z0-9_]+ +[0-9]+ \||bandwidth" >"$O/variants.txt"
-  cat "$O/variants.txt"
+  python3 scripts/ab-table.py "$O/variants.txt"
 fi
 
 if has genvariants; then
